@@ -1,0 +1,76 @@
+"""One typed config object for every jaxpath command.
+
+It is read from the course directory: `nbgrader_config.py` (course id, gradebook URL, nbgrader's own
+folder names) and `course.toml` (the manifest). Defaults live here, in one place.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path
+    """The course directory (the repository root): it holds nbgrader_config.py and course.toml."""
+    course_id: str = "jax-path"
+    source_dir: str = "source"
+    release_dir: str = "release"
+    variants_dir: str = "variants"
+    build_dir: str = "build"
+    manifest_file: str = "course.toml"
+    db_url: str = ""
+    kernel_name: str = "python3"
+    cell_timeout: int = 180
+    """Seconds one cell may run during validation before it counts as a failure."""
+    startup_timeout: int = 60
+    min_exercises: int = 3
+    min_wrong: int = 2
+    min_alternative: int = 1
+    extra_nbgrader_config: dict = field(default_factory=dict)
+
+    @property
+    def source(self) -> Path:
+        return self.root / self.source_dir
+
+    @property
+    def release(self) -> Path:
+        return self.root / self.release_dir
+
+    @property
+    def variants(self) -> Path:
+        return self.root / self.variants_dir
+
+    @property
+    def build(self) -> Path:
+        return self.root / self.build_dir
+
+    @property
+    def executed(self) -> Path:
+        """Executed reference chapters written by `validate` and read by `appendix`."""
+        return self.build / "executed"
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.root / self.manifest_file
+
+    @classmethod
+    def load(cls, root: str | os.PathLike | None = None, **overrides) -> "Config":
+        """Read the course directory at `root` (default: the current directory)."""
+        root = Path(root or os.getcwd()).resolve()
+        values: dict = {}
+        cfg_file = root / "nbgrader_config.py"
+        if cfg_file.exists():
+            from traitlets.config.loader import PyFileConfigLoader
+
+            nbcfg = PyFileConfigLoader(cfg_file.name, path=str(root)).load_config()
+            cd = nbcfg.get("CourseDirectory", {})
+            for key, attr in [("course_id", "course_id"), ("source_directory", "source_dir"),
+                              ("release_directory", "release_dir"), ("db_url", "db_url")]:
+                if key in cd:
+                    values[attr] = cd[key]
+        values.update(overrides)
+        if not values.get("db_url"):
+            values["db_url"] = f"sqlite:///{root / 'gradebook' / 'gradebook.db'}"
+        return cls(root=root, **values)

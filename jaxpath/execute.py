@@ -1,0 +1,157 @@
+"""The one notebook executor (nbclient), used by validate, appendix, site and grading.
+
+`Session` keeps one kernel alive and runs cells one at a time, so callers can interleave their own
+cells (variants, probes) with the notebook's and see each cell's outcome.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+STAMP_CODE = r"""
+def __jaxpath_stamp():
+    import json, platform, datetime, importlib.metadata as md
+    out = {"python": platform.python_version(), "platform": platform.platform(),
+           "machine": platform.machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    for pkg in ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "nbgrader"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    import sys
+    if "jax" in sys.modules:
+        jax = sys.modules["jax"]
+        out["backend"] = jax.default_backend()
+        out["devices"] = len(jax.devices())
+    print("__JAXPATH_STAMP__" + json.dumps(out))
+__jaxpath_stamp(); del __jaxpath_stamp
+"""
+
+
+@dataclass
+class CellOutcome:
+    ok: bool
+    error_name: str = ""
+    error_value: str = ""
+    traceback: str = ""
+    timed_out: bool = False
+    dead: bool = False
+    seconds: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        if self.dead:
+            return "the kernel died"
+        if self.timed_out:
+            return "timed out"
+        first = self.error_value.strip().splitlines()[0] if self.error_value.strip() else ""
+        return f"{self.error_name}: {first}" if first else self.error_name
+
+
+def kernel_env() -> dict:
+    """The kernel's environment: the course's Python first on PATH, no inherited Jupyter state."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JPY_", "JUPYTER_"))}
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+class Session:
+    """A kernel running one notebook cell by cell.
+
+    with Session(nb, cwd) as s:
+        outcome = s.run(index)            # a cell of the notebook, outputs kept in the notebook
+        outcome = s.run_code("x = 1")     # a cell of the caller's, outputs discarded
+    """
+
+    def __init__(self, nb: nbformat.NotebookNode, cwd: Path, *, timeout: int = 180,
+                 startup_timeout: int = 60, kernel_name: str = "python3"):
+        self.nb = nb
+        self.client = NotebookClient(
+            nb, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
+            allow_errors=True, interrupt_on_timeout=True, record_timing=False,
+            resources={"metadata": {"path": str(cwd)}})
+        self._ctx = None
+        self.dead = False
+
+    def __enter__(self) -> "Session":
+        self._ctx = self.client.setup_kernel(env=kernel_env(), cwd=str(self.client.resources["metadata"]["path"]))
+        self._ctx.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self._ctx.__exit__(*exc)
+        except Exception:
+            pass
+
+    def _execute(self, cell, index: int) -> CellOutcome:
+        if self.dead:
+            return CellOutcome(False, dead=True)
+        t0 = time.perf_counter()
+        try:
+            self.client.execute_cell(cell, index)
+        except CellTimeoutError as e:
+            return CellOutcome(False, "CellTimeoutError", str(e), timed_out=True, seconds=time.perf_counter() - t0)
+        except DeadKernelError as e:
+            self.dead = True
+            return CellOutcome(False, "DeadKernelError", str(e), dead=True, seconds=time.perf_counter() - t0)
+        dt = time.perf_counter() - t0
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                return CellOutcome(False, out.get("ename", ""), out.get("evalue", ""),
+                                   "\n".join(out.get("traceback", [])), seconds=dt)
+        return CellOutcome(True, seconds=dt)
+
+    def run(self, index: int) -> CellOutcome:
+        cell = self.nb.cells[index]
+        cell.outputs = []
+        return self._execute(cell, index)
+
+    def run_code(self, source: str) -> tuple[CellOutcome, list]:
+        # nbclient writes the executed cell back into nb.cells[index]: give it a slot of its own.
+        cell = nbformat.v4.new_code_cell(source)
+        self.nb.cells.append(cell)
+        try:
+            outcome = self._execute(cell, len(self.nb.cells) - 1)
+        finally:
+            self.nb.cells.pop()
+        return outcome, cell.get("outputs", [])
+
+    def stamp(self) -> dict:
+        outcome, outputs = self.run_code(STAMP_CODE)
+        for out in outputs:
+            if out.get("output_type") == "stream" and "__JAXPATH_STAMP__" in out.get("text", ""):
+                line = [l for l in out["text"].splitlines() if l.startswith("__JAXPATH_STAMP__")][0]
+                return json.loads(line[len("__JAXPATH_STAMP__"):])
+        return {}
+
+
+def stamp_text(stamp: dict) -> str:
+    """One line a reader sees: what this notebook ran on."""
+    if not stamp:
+        return "Executed on an unknown stack."
+    pkgs = ", ".join(f"{k} {stamp[k]}" for k in ("jax", "jaxlib", "flax", "optax") if k in stamp)
+    where = stamp.get("backend", "cpu").upper()
+    if stamp.get("devices"):
+        where += f" ({stamp['devices']} device{'s' if stamp['devices'] != 1 else ''})"
+    return (f"Executed with {pkgs}, Python {stamp.get('python', '?')}, on {where}, "
+            f"{stamp.get('platform', '?')}, {stamp.get('date', '?')}.")
+
+
+def stamp_notebook(nb: nbformat.NotebookNode, stamp: dict) -> None:
+    """Record the stamp in the notebook metadata and as a visible first cell."""
+    nb.metadata["jaxpath"] = {"executed": stamp}
+    cell = nbformat.v4.new_markdown_cell(f"*{stamp_text(stamp)}*")
+    cell.metadata["tags"] = ["jaxpath-stamp"]
+    nb.cells.insert(0, cell)

@@ -1,0 +1,232 @@
+"""`jaxpath validate`: prove that each chapter runs and that its tests tell right from wrong.
+
+One kernel per chapter runs the chapter top to bottom. At each exercise's answer cell, before the
+reference runs, the stub, the wrong answers and the alternatives each run in a throw-away copy of
+the kernel's namespace, followed by the exercise's test cells; the chapter is not re-executed per variant.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import nbformat
+
+from .chapter import (INTENDED_ERROR, Chapter, Exercise, check_exercise_counts, load_chapter, stub_source, tags,
+                      visible_source)
+from .config import Config
+from .execute import Session, stamp_notebook
+from .manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
+from .problems import ChapterError, Problem
+
+NS = "__jaxpath_ns__"
+
+
+@dataclass
+class ChapterReport:
+    id: str
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+    executed: Path | None = None
+    exercises: int = 0
+    variants: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class TrialResult:
+    answer_error: str
+    tests: list[tuple[int, bool, str]]
+    """(test cell index, passed, error summary) for each test cell."""
+    visible: list[tuple[int, bool, str]] = field(default_factory=list)
+
+
+def _exec_code(source: str, label: str) -> str:
+    return f"exec(compile({source!r}, {label!r}, 'exec'), {NS})"
+
+
+def _trial(s: Session, ch: Chapter, ex: Exercise, answer: str, label: str, with_visible: bool = False) -> TrialResult:
+    """Run one candidate answer and the exercise's tests in a copy of the kernel's namespace."""
+    s.run_code(f"{NS} = dict(globals())")
+    try:
+        out, _ = s.run_code(_exec_code(answer, f"<{ex.name}: {label}>"))
+        result = TrialResult("" if out.ok else out.summary, [])
+        for t in ex.tests:
+            src = ch.nb.cells[t].source
+            out, _ = s.run_code(_exec_code(src, f"<{ex.name}: tests, {label}>"))
+            result.tests.append((t, out.ok, out.summary))
+            if with_visible:
+                vis = visible_source(src)
+                if vis != src:
+                    out, _ = s.run_code(_exec_code(vis, f"<{ex.name}: visible tests, {label}>"))
+                result.visible.append((t, out.ok, out.summary))
+    finally:
+        s.run_code(f"{NS} = None; del {NS}")
+    return result
+
+
+def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
+    problems = []
+    answer_src = ch.nb.cells[ex.answer].source
+    stub = stub_source(answer_src)
+    r = _trial(s, ch, ex, stub, "stub", with_visible=True)
+    for (t, passed, _), (_, vis_passed, _) in zip(r.tests, r.visible):
+        gid = ch.nb.cells[t].metadata.get("nbgrader", {}).get("grade_id")
+        if passed:
+            problems.append(ch.problem("this test cell passes on the stub nbgrader releases: it cannot tell an "
+                                       "untouched exercise from a solved one", t, ex.name, f"self-check {gid}"))
+        elif vis_passed:
+            problems.append(ch.problem("the visible self-check passes on the stub: a learner would see success "
+                                       "without writing anything", t, ex.name, f"self-check {gid}"))
+    for v in ex.variants:
+        if s.dead:
+            break
+        r = _trial(s, ch, ex, v.code, v.label)
+        where = f"{ch.variants_rel}, {v.label}"
+        if v.kind == "wrong" and all(p for _, p, _ in r.tests):
+            problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
+                                       "must catch it", ex.answer, ex.name))
+        if v.kind == "alternative":
+            if r.answer_error:
+                problems.append(ch.problem(f"{v.label} raises when defined: {r.answer_error} ({ch.variants_rel})",
+                                           ex.answer, ex.name))
+            for t, passed, err in r.tests:
+                if not passed:
+                    gid = ch.nb.cells[t].metadata.get("nbgrader", {}).get("grade_id")
+                    problems.append(ch.problem(f"{v.label} is correct but fails this test: {err} ({where})",
+                                               t, ex.name, f"self-check {gid}"))
+    return problems
+
+
+def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -> tuple[list[Problem], nbformat.NotebookNode]:
+    """Execute a chapter with its variants; return the problems and the executed notebook."""
+    problems: list[Problem] = []
+    nb = copy.deepcopy(ch.nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    ch_exec = copy.copy(ch)
+    ch_exec.nb = nb
+    answers = {e.answer: e for e in ch.exercises}
+    tests = {t: e for e in ch.exercises for t in e.tests}
+    with Session(nb, ch.path.parent, timeout=config.cell_timeout, startup_timeout=config.startup_timeout,
+                 kernel_name=config.kernel_name) as s:
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            if i in answers:
+                problems += _check_variants(s, ch_exec, answers[i])
+                if s.dead:
+                    problems.append(ch.problem("the kernel died while checking the stub or a variant", i, answers[i].name))
+                    break
+            out = s.run(i)
+            intended = INTENDED_ERROR in tags(cell)
+            if intended and out.ok:
+                problems.append(ch.problem(f"tagged {INTENDED_ERROR} but raised nothing: the text promises an error "
+                                           "this code does not produce", i))
+            elif out.dead:
+                problems.append(ch.problem("the kernel died running this cell", i))
+                break
+            elif not out.ok and not intended:
+                if i in tests:
+                    e = tests[i]
+                    gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    problems.append(ch.problem(f"the test fails on the reference solution: {out.summary}", i, e.name,
+                                               f"self-check {gid}"))
+                elif i in answers:
+                    problems.append(ch.problem(f"the reference solution raises: {out.summary}", i, answers[i].name,
+                                               "answer"))
+                else:
+                    problems.append(ch.problem(f"raised {out.summary} (tag the cell {INTENDED_ERROR} if the error is "
+                                               "the point)", i))
+        stamp = {} if s.dead else s.stamp()
+    stamp_notebook(nb, stamp)
+    if executed_out is not None:
+        executed_out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = executed_out.with_suffix(".tmp")
+        nbformat.write(nb, tmp)
+        os.replace(tmp, executed_out)
+    return problems, nb
+
+
+def validate_one(config: Config, chapter_id: str, execute: bool = True) -> ChapterReport:
+    t0 = time.perf_counter()
+    report = ChapterReport(chapter_id)
+    try:
+        ch = load_chapter(notebook_path(config, chapter_id), chapter_id, config.root,
+                          variants_path(config, chapter_id))
+    except ChapterError as e:
+        report.problems.append(e.problem)
+        return report
+    report.exercises = len(ch.exercises)
+    report.variants = sum(len(e.variants) for e in ch.exercises)
+    report.problems += ch.problems
+    report.problems += check_exercise_counts(ch, config.min_exercises, config.min_wrong, config.min_alternative)
+    if execute:
+        out = config.executed / f"{chapter_id}.ipynb"
+        if out.exists():
+            out.unlink()  # never leave an executed copy of a previous version next to a failed run
+        problems, _ = run_chapter(ch, config, out)
+        report.problems += problems
+        if problems:
+            out.unlink(missing_ok=True)
+        else:
+            report.executed = out
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _validate_in_worker(root: str, chapter_id: str, execute: bool) -> ChapterReport:
+    return validate_one(Config.load(root), chapter_id, execute)
+
+
+def resolve_chapters(manifest: Manifest, names: Iterable[str] | None) -> list[str]:
+    """Chapter ids from names given on the command line: 'basics/02_jit', '02_jit', 'basics' or a path."""
+    written = [c.id for c in manifest.written()]
+    if not names:
+        return written
+    out = []
+    for name in names:
+        n = str(name).removeprefix("source/").removesuffix(".ipynb").strip("/")
+        hits = [c for c in written if c == n or c.split("/")[1] == n or c.split("/")[0] == n]
+        if not hits:
+            planned = [c.id for c in manifest.chapters.values() if c.planned and (c.id == n or c.stem == n)]
+            if planned:
+                raise KeyError(f"{planned[0]} is marked planned in the manifest: it has no notebook yet")
+            raise KeyError(f"no chapter {name!r} in the manifest (chapters: {', '.join(written)})")
+        out += [h for h in hits if h not in out]
+    return out
+
+
+def validate(config: Config, chapters: Iterable[str] | None = None, *, jobs: int = 1, execute: bool = True,
+             on_report: Callable[[ChapterReport], None] | None = None) -> tuple[list[Problem], list[ChapterReport]]:
+    """Validate chapters (default: every written chapter). Returns course-level problems and per-chapter reports."""
+    manifest = load_manifest(config)
+    course_problems = check_layout(config, manifest)
+    ids = resolve_chapters(manifest, chapters)
+    ids = [c for c in ids if notebook_path(config, c).exists()]
+    reports: list[ChapterReport] = []
+    if jobs <= 1 or len(ids) <= 1:
+        for cid in ids:
+            r = validate_one(config, cid, execute)
+            reports.append(r)
+            if on_report:
+                on_report(r)
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = {pool.submit(_validate_in_worker, str(config.root), cid, execute): cid for cid in ids}
+            for f in as_completed(futures):
+                r = f.result()
+                reports.append(r)
+                if on_report:
+                    on_report(r)
+        order = {c: i for i, c in enumerate(ids)}
+        reports.sort(key=lambda r: order[r.id])
+    return course_problems, reports
