@@ -1,64 +1,159 @@
-"""A thin command line over the jaxpath API. Defaults live in the API and in Config."""
+"""jaxpath: validate, release and publish the JAX path course.
+
+A thin command line over the jaxpath Python API; defaults live in the API and in Config."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from rich.console import Console
+from rich.table import Table
 
 from .config import Config
 from .manifest import ManifestError
+from .problems import ChapterError
 
-console = Console(stderr=False, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 
 
-def _print_reports(course_problems, reports) -> int:
-    bad = 0
+def _default_jobs() -> int:
+    return max(1, min(2, (os.cpu_count() or 1)))
+
+
+def _on_report(r) -> None:
+    mark = "[green]✓[/green]" if r.ok else "[red]✗[/red]"
+    console.print(f"{mark} {r.id:<44} {r.seconds:6.1f} s   {r.exercises} exercises, {r.variants} variants")
+    for p in r.problems:
+        console.print(f"    [red]-[/red] {p}", soft_wrap=True)
+
+
+def _summary(course_problems, reports) -> int:
     for p in course_problems:
-        console.print(f"[red]✗[/red] {p}")
-        bad += 1
-    for r in reports:
-        if not r.ok:
-            bad += 1
-    return 1 if bad else 0
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    bad = sum(not r.ok for r in reports)
+    console.print(f"{len(reports) - bad}/{len(reports)} chapters valid"
+                  + (f"; {len(course_problems)} course problem(s)" if course_problems else ""))
+    return 1 if bad or course_problems else 0
 
 
 def cmd_validate(args, config: Config) -> int:
     from .validate import validate
 
-    def on_report(r):
-        mark = "[green]✓[/green]" if r.ok else "[red]✗[/red]"
-        console.print(f"{mark} {r.id}  {r.seconds:5.1f} s  {r.exercises} exercises, {r.variants} variants")
-        for p in r.problems:
-            console.print(f"    [red]-[/red] {p}", soft_wrap=True)
-
     with console.status("validating chapters…"):
         course_problems, reports = validate(config, args.chapters or None, jobs=args.jobs,
-                                            execute=not args.static, on_report=on_report)
-    rc = _print_reports(course_problems, reports)
-    n_bad = sum(not r.ok for r in reports)
-    console.print(f"{len(reports) - n_bad}/{len(reports)} chapters valid"
-                  + (f", {len(course_problems)} course problem(s)" if course_problems else ""))
-    return rc
+                                            execute=not args.static, on_report=_on_report)
+    if args.times and reports:
+        table = Table(title="Validation time per chapter (one run + stub + every variant)")
+        table.add_column("chapter")
+        table.add_column("seconds", justify="right")
+        table.add_column("< 60 s", justify="center")
+        for r in reports:
+            table.add_row(r.id, f"{r.seconds:.1f}", "yes" if r.seconds < 60 else "[red]no[/red]")
+        table.add_row("total", f"{sum(r.seconds for r in reports):.1f}", "")
+        console.print(table)
+    return _summary(course_problems, reports)
+
+
+def cmd_release(args, config: Config) -> int:
+    from .release import release
+
+    with console.status("generating the student release with nbgrader…"):
+        r = release(config, check=args.check)
+    for p in r.problems:
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    if r.problems:
+        console.print("release failed; release/ was left as it was")
+        return 1
+    if args.check:
+        for f in r.stale:
+            console.print(f"[red]stale:[/red] release/{f}")
+        console.print("release/ is up to date" if not r.stale else
+                      f"release/ is stale ({len(r.stale)} file(s)): run `jaxpath release`")
+        return 1 if r.stale else 0
+    console.print(f"released {len(r.files)} file(s) into release/, no solution, hidden test or variant in them")
+    return 0
+
+
+def cmd_appendix(args, config: Config) -> int:
+    from .appendix import appendix
+
+    r = appendix(config, args.chapters or None)
+    for p in r.problems:
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    for w in r.written:
+        console.print(f"wrote {w.relative_to(config.root)}")
+    return 1 if r.problems else 0
+
+
+def cmd_path(args, config: Config) -> int:
+    from .path import write_learning_path
+
+    out, current = write_learning_path(config, check=args.check)
+    if args.check:
+        console.print(f"{out.name} is up to date" if current else f"{out.name} is stale: run `jaxpath path`")
+        return 0 if current else 1
+    console.print(f"wrote {out.name}")
+    return 0
+
+
+def cmd_build(args, config: Config) -> int:
+    from .build import build
+
+    with console.status("building…") as status:
+        r = build(config, jobs=args.jobs, on_step=lambda s: status.update(f"{s}…"), on_report=_on_report)
+    rc = _summary(r.course_problems, r.chapters)
+    if rc:
+        console.print("build stopped: nothing was released")
+        return rc
+    for p in (r.release.problems if r.release else []):
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    if r.release and r.release.ok:
+        console.print(f"release/: {len(r.release.files)} file(s)")
+    if r.appendix:
+        for p in r.appendix.problems:
+            console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+        console.print(f"appendix and self-study editions: {len(r.appendix.written)} notebook(s) in build/")
+    if r.learning_path:
+        console.print(f"learning path: {r.learning_path}")
+    return 0 if r.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__)
+    parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=None, help="the course directory (default: the current directory)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="execute chapters and check their exercises against stub and variants")
+    p = sub.add_parser("validate", help="execute chapters; check exercises against the stub and the variants")
     p.add_argument("chapters", nargs="*", help="chapter ids (basics/02_jit), names (02_jit) or parts (basics)")
-    p.add_argument("-j", "--jobs", type=int, default=1, help="chapters validated in parallel")
+    p.add_argument("-j", "--jobs", type=int, default=_default_jobs(), help="chapters validated in parallel")
     p.add_argument("--static", action="store_true", help="only the checks that need no kernel")
+    p.add_argument("--times", action="store_true", help="print a table of validation time per chapter")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("release", help="nbgrader generate_assignment for every part into release/, checked for leaks")
+    p.add_argument("--check", action="store_true", help="only report whether release/ is current")
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("appendix", help="reference-solutions appendix and self-study edition of validated chapters")
+    p.add_argument("chapters", nargs="*")
+    p.set_defaults(func=cmd_appendix)
+
+    p = sub.add_parser("path", help="generate LEARNING_PATH.md from the manifest and the section tags")
+    p.add_argument("--check", action="store_true", help="only report whether LEARNING_PATH.md is current")
+    p.set_defaults(func=cmd_path)
+
+    p = sub.add_parser("build", help="validate, release, appendix and path")
+    p.add_argument("-j", "--jobs", type=int, default=_default_jobs())
+    p.set_defaults(func=cmd_build)
 
     args = parser.parse_args(argv)
     try:
         config = Config.load(args.root)
         return args.func(args, config)
-    except (ManifestError, KeyError) as e:
-        console.print(f"[red]error:[/red] {e.args[0] if e.args else e}")
+    except (ManifestError, KeyError, ChapterError) as e:
+        console.print(f"[red]error:[/red] {e.args[0] if e.args else e}", soft_wrap=True)
         return 2
 
 

@@ -1,0 +1,40 @@
+# The two commands: `make` (set up and build the course) and `make test` (the whole test suite).
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+JOBS   ?= 2
+
+.PHONY: all build install test test-fast bench release path clean
+all: build
+
+$(STAMP): requirements.txt pyproject.toml
+	@py=$$(sh scripts/find-python.sh) || exit 1; \
+	  if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$py"; "$$py" -m venv $(VENV) || exit 1; fi
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+build: $(STAMP)
+	$(BIN)/jaxpath build --jobs $(JOBS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --durations=15
+
+# Everything but the real chapters (one kernel per chapter): the quick loop while working on jaxpath.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not chapters"
+
+# How long validating each chapter takes (one at a time, so the times are comparable).
+bench: $(STAMP)
+	$(BIN)/jaxpath validate --jobs 1 --times
+
+release: $(STAMP)
+	$(BIN)/jaxpath release
+
+path: $(STAMP)
+	$(BIN)/jaxpath path
+
+clean:
+	rm -rf build

@@ -1,0 +1,194 @@
+"""`jaxpath release`: the student version of every part, made by nbgrader's generate_assignment,
+checked for leaks, and swapped into `release/` only when the whole build succeeded."""
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .manifest import Manifest, load_manifest
+from .problems import Problem
+
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+MIN_SECRET_LEN = 8
+
+
+@dataclass
+class ReleaseReport:
+    problems: list[Problem] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    """Released files, relative to release/."""
+    stale: list[str] = field(default_factory=list)
+    """With check=True: files of release/ that differ from a fresh build (or are missing/extra)."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.stale
+
+
+def _nbgrader_config(config: Config, stage: Path):
+    from traitlets.config import Config as TConfig
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = TConfig()
+    if (config.root / "nbgrader_config.py").exists():
+        cfg.merge(PyFileConfigLoader("nbgrader_config.py", path=str(config.root)).load_config())
+    cfg.CourseDirectory.root = str(stage)
+    cfg.CourseDirectory.source_directory = config.source_dir
+    cfg.CourseDirectory.release_directory = config.release_dir
+    # A throw-away gradebook: a failed or checking build must not touch the course's gradebook.
+    cfg.CourseDirectory.db_url = f"sqlite:///{stage / 'gradebook.db'}"
+    return cfg
+
+
+def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
+    from nbgrader.apps import NbGraderAPI
+
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    for part in manifest.parts:
+        if (config.source / part).is_dir():
+            shutil.copytree(config.source / part, stage / config.source_dir / part,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    # nbgrader runs a bare `alembic` when it creates a gradebook: the venv's bin must be on PATH.
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    api = NbGraderAPI(config=_nbgrader_config(config, stage))
+    problems = []
+    for part in manifest.parts:
+        if not (stage / config.source_dir / part).is_dir():
+            continue
+        result = api.generate_assignment(part, force=True, create=True)
+        if not result.get("success"):
+            log = (result.get("error") or result.get("log") or "").strip().splitlines()
+            tail = " | ".join(log[-3:]) if log else "no log"
+            problems.append(Problem(f"{config.source_dir}/{part}", f"nbgrader generate_assignment failed: {tail}"))
+    return problems
+
+
+def _regions(source: str) -> tuple[list[str], list[str]]:
+    """Split a cell's lines into (public, secret) by nbgrader's solution and hidden-test markers."""
+    public, secret, inside = [], [], False
+    for line in source.split("\n"):
+        if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
+            inside = False
+        else:
+            (secret if inside else public).append(line.strip())
+    return public, secret
+
+
+def secret_lines(config: Config) -> dict[str, str]:
+    """Lines that must never appear in a released file, each with where it comes from.
+
+    A line is secret when it is in a solution region, a hidden-test region or a variants file, and
+    appears nowhere in the public part of any source chapter."""
+    public: set[str] = set()
+    candidates: dict[str, str] = {}
+    for nb_path in sorted(config.source.glob("*/*.ipynb")):
+        rel = nb_path.relative_to(config.root)
+        try:
+            cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        except (ValueError, KeyError, UnicodeDecodeError):
+            continue
+        for i, cell in enumerate(cells):
+            src = cell.get("source", "")
+            src = "".join(src) if isinstance(src, list) else src
+            pub, sec = _regions(src)
+            public.update(pub)
+            for line in sec:
+                candidates.setdefault(line, f"{rel}, cell {i + 1}")
+    for v_path in sorted(config.variants.glob("*/*.toml")) if config.variants.exists() else []:
+        rel = v_path.relative_to(config.root)
+        try:
+            data = tomllib.loads(v_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            continue
+        for name, entry in data.items():
+            for kind in ("wrong", "alternative"):
+                for n, v in enumerate(entry.get(kind, []) if isinstance(entry, dict) else [], start=1):
+                    for line in str(v.get("code", "")).split("\n"):
+                        candidates.setdefault(line.strip(), f"{rel}, [{name}] {kind} answer {n}")
+    return {line: origin for line, origin in candidates.items()
+            if len(line) >= MIN_SECRET_LEN and line not in public}
+
+
+def _file_lines(path: Path) -> list[tuple[str, str]]:
+    """(where, line) pairs of a released file; notebooks are read cell by cell."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return []
+    if path.suffix == ".ipynb":
+        try:
+            nb = json.loads(text)
+            out = []
+            for i, cell in enumerate(nb.get("cells", [])):
+                src = cell.get("source", "")
+                src = "".join(src) if isinstance(src, list) else src
+                out += [(f"cell {i + 1}", l) for l in src.split("\n")]
+                for o in cell.get("outputs", []):
+                    t = o.get("text", "")
+                    out += [(f"cell {i + 1} output", l) for l in ("".join(t) if isinstance(t, list) else t).split("\n")]
+            return out
+        except ValueError:
+            pass
+    return [(f"line {n}", l) for n, l in enumerate(text.split("\n"), start=1)]
+
+
+def find_leaks(config: Config, release_dir: Path, shown_as: str | None = None) -> list[Problem]:
+    secrets = secret_lines(config)
+    problems = []
+    for f in sorted(p for p in release_dir.rglob("*") if p.is_file()):
+        rel = f"{shown_as or release_dir.name}/{f.relative_to(release_dir)}"
+        for where, line in _file_lines(f):
+            s = line.strip()
+            if any(m in s for m in MARKERS):
+                problems.append(Problem(rel, f"{where}: an nbgrader marker survived the release: {s!r}"))
+            elif s in secrets:
+                problems.append(Problem(rel, f"{where}: leaks a line from {secrets[s]}: {s!r}"))
+    return problems
+
+
+def _listing(d: Path) -> list[str]:
+    return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
+
+
+def release(config: Config, *, check: bool = False) -> ReleaseReport:
+    """Build the student version of every part. With check=True, compare it with release/ instead of
+    replacing it. A failed build leaves release/ exactly as it was."""
+    manifest = load_manifest(config)
+    stage = config.build / "release-stage"
+    report = ReleaseReport()
+    report.problems += _generate(config, manifest, stage)
+    built = stage / config.release_dir
+    if not report.problems:
+        report.problems += find_leaks(config, built, config.release_dir)
+    if report.problems:
+        return report
+    report.files = _listing(built)
+    if check:
+        current = config.release
+        have = set(_listing(current)) if current.exists() else set()
+        want = set(report.files)
+        report.stale = sorted((have ^ want) | {f for f in have & want
+                                               if not filecmp.cmp(current / f, built / f, shallow=False)})
+        shutil.rmtree(stage, ignore_errors=True)
+        return report
+    old = config.build / "release-previous"
+    shutil.rmtree(old, ignore_errors=True)
+    if config.release.exists():
+        os.replace(config.release, old)
+    os.replace(built, config.release)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(stage, ignore_errors=True)
+    return report
