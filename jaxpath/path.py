@@ -6,7 +6,6 @@ from pathlib import Path
 from .chapter import load_chapter
 from .config import Config
 from .manifest import load_manifest, notebook_path
-from .problems import ChapterError
 
 OUTPUT = "LEARNING_PATH.md"
 
@@ -21,10 +20,7 @@ def learning_path(config: Config) -> str:
             if entry.planned:
                 lines += [f"### {cid} (planned: not written yet)", ""]
                 continue
-            try:
-                ch = load_chapter(notebook_path(config, cid), cid, config.root)
-            except ChapterError as e:
-                raise ChapterError(e.problem) from None
+            ch = load_chapter(notebook_path(config, cid), cid, config.root)
             must, opt = ch.must_read(), ch.optional()
             total_must += len(must)
             total_opt += len(opt)

@@ -7,6 +7,7 @@ the kernel's namespace, followed by the exercise's test cells; the chapter is no
 from __future__ import annotations
 
 import copy
+import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -220,7 +221,7 @@ def validate(config: Config, chapters: Iterable[str] | None = None, *, jobs: int
             if on_report:
                 on_report(r)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = {pool.submit(_validate_in_worker, str(config.root), cid, execute): cid for cid in ids}
             for f in as_completed(futures):
                 r = f.result()

@@ -1,0 +1,18 @@
+"""Every written chapter of the course validates: it runs, its reference passes its tests, its stub and
+wrong answers fail them, and its alternatives pass."""
+import pytest
+
+from jaxpath import Config, load_manifest
+from jaxpath.validate import validate_one
+
+from conftest import ROOT
+
+CHAPTERS = [c.id for c in load_manifest(Config.load(ROOT)).written()]
+
+
+@pytest.mark.chapters
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_validates(chapter, real_config):
+    report = validate_one(real_config, chapter)
+    assert report.ok, "\n".join(str(p) for p in report.problems)
+    assert report.exercises >= 3
