@@ -78,22 +78,31 @@ class Session:
         outcome = s.run_code("x = 1")     # a cell of the caller's, outputs discarded
     """
 
-    def __init__(self, nb: nbformat.NotebookNode, cwd: Path, *, timeout: int = 180,
-                 startup_timeout: int = 60, kernel_name: str = "python3"):
+    def __init__(self, nb: nbformat.NotebookNode, cwd: Path | str, *, timeout: int = 180,
+                 startup_timeout: int = 60, kernel_name: str = "python3", km: AsyncKernelManager | None = None,
+                 env: dict | None = None, interrupt_on_timeout: bool = True):
         self.nb = nb
+        self._env = env
         # ZeroMQ over ipc sockets in a private folder: nothing listens on TCP, and the sandbox used in
         # grading (no network namespace) works the same way.
         self._sockdir = tempfile.mkdtemp(prefix="jaxpath-kernel-")
-        self.km = AsyncKernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(self._sockdir, "k"))
+        self.km = km or AsyncKernelManager(kernel_name=kernel_name, transport="ipc",
+                                           ip=os.path.join(self._sockdir, "k"))
         self.client = NotebookClient(
             nb, km=self.km, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
-            allow_errors=True, interrupt_on_timeout=True, record_timing=False,
+            allow_errors=True, interrupt_on_timeout=interrupt_on_timeout, record_timing=False,
             resources={"metadata": {"path": str(cwd)}})
         self._ctx = None
         self.dead = False
+        self._reply_status = None
+        self.client.on_cell_executed = self._on_cell_executed
+
+    def _on_cell_executed(self, cell=None, cell_index=None, execute_reply=None, **kw) -> None:
+        self._reply_status = (execute_reply or {}).get("content", {}).get("status")
 
     def __enter__(self) -> "Session":
-        self._ctx = self.client.setup_kernel(env=kernel_env(), cwd=str(self.client.resources["metadata"]["path"]))
+        self._ctx = self.client.setup_kernel(env=self._env if self._env is not None else kernel_env(),
+                                             cwd=str(self.client.resources["metadata"]["path"]))
         self._ctx.__enter__()
         return self
 
@@ -115,6 +124,7 @@ class Session:
         if self.dead:
             return CellOutcome(False, dead=True)
         t0 = time.perf_counter()
+        self._reply_status = None
         try:
             self.client.execute_cell(cell, index)
         except CellTimeoutError as e:
@@ -123,6 +133,9 @@ class Session:
             self.dead = True
             return CellOutcome(False, "DeadKernelError", str(e), dead=True, seconds=time.perf_counter() - t0)
         dt = time.perf_counter() - t0
+        if self._reply_status == "aborted":
+            # The kernel skipped the cell (it drops requests queued behind an error): never a pass.
+            return CellOutcome(False, "Aborted", "the kernel aborted this cell without running it", seconds=dt)
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 return CellOutcome(False, out.get("ename", ""), out.get("evalue", ""),
@@ -143,6 +156,36 @@ class Session:
         finally:
             self.nb.cells.pop()
         return outcome, cell.get("outputs", [])
+
+    def responsive(self, seconds: float = 10.0) -> bool:
+        """After a timeout: interrupt the kernel and see whether it answers again within `seconds`."""
+        if self.dead:
+            return False
+        try:
+            run_sync(self.km.interrupt_kernel)()
+        except Exception:
+            return False
+        saved = self.client.timeout
+        deadline = time.perf_counter() + seconds
+        try:
+            while time.perf_counter() < deadline and not self.dead:
+                self.client.timeout = max(1, int(deadline - time.perf_counter()))
+                out, _ = self.run_code("pass")
+                if out.ok:
+                    return True
+                if out.timed_out or out.dead:
+                    return False
+                time.sleep(0.2)  # aborted: the kernel is still dropping what was queued behind the interrupt
+        finally:
+            self.client.timeout = saved
+        return False
+
+    def kill(self) -> None:
+        self.dead = True
+        try:
+            run_sync(self.km.shutdown_kernel)(now=True)
+        except Exception:
+            pass
 
     def stamp(self) -> dict:
         outcome, outputs = self.run_code(STAMP_CODE)

@@ -1,0 +1,409 @@
+"""The coordinator: find submissions, prepare each with nbgrader's own autograde steps, send the
+execution to Dask workers, and record what comes back. It is the only writer of autograded/ and the
+gradebook."""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import nbformat
+
+from ..config import Config
+from . import record
+from .record import FINAL, Status, StatusStore
+from .sandbox import Limits, SandboxUnavailable, sandbox_problem
+from .worker import CRASHED, GRADED, TIMED_OUT, run_task
+
+GRADER_VERSION = "jaxpath-grade-1"
+INVALID, TAMPERED, MISSING = "invalid notebook", "tampered", "missing"
+MAX_EXTRA_BYTES = 50 * 1024 * 1024
+log = logging.getLogger("jaxpath.grade")
+
+
+class GradeError(Exception):
+    """Grading cannot start (no such assignment, no sandbox, ...): one clear sentence."""
+
+
+@dataclass
+class Job:
+    student: str
+    notebook: str
+    path: Path | None
+    content_hash: str = ""
+    task: dict | None = None
+    status: Status | None = None
+    """Set when the notebook is settled without running (missing, invalid)."""
+    changes: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+@dataclass
+class GradeReport:
+    part: str
+    results: list[Status] = field(default_factory=list)
+    skipped: list[Status] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def by_status(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for s in self.results:
+            out[s.status] = out.get(s.status, 0) + 1
+        return out
+
+
+def nbgrader_config(root: Path, db_url: str | None = None):
+    from traitlets.config import Config as TConfig
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = TConfig()
+    if (root / "nbgrader_config.py").exists():
+        cfg.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
+    cfg.CourseDirectory.root = str(root)
+    if db_url:
+        cfg.CourseDirectory.db_url = db_url
+    return cfg
+
+
+def _ensure_path() -> None:
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+
+
+class _TrackingOverwriteCells:
+    """nbgrader's OverwriteCells, remembering every change it undoes (edited locked cells, points, types).
+
+    A test cell whose source is the released one (hidden tests removed) is not a change: nbgrader
+    restores the hidden tests into it on purpose."""
+
+    def __new__(cls, changes: list[str], **kw):
+        from nbgrader.preprocessors import OverwriteCells
+
+        from ..chapter import visible_source
+
+        class Tracking(OverwriteCells):
+            def preprocess_cell(self, cell, resources, cell_index):
+                self._submitted_source = cell.source
+                return super().preprocess_cell(cell, resources, cell_index)
+
+            def report_change(self, name, attr, old, new):
+                if attr == "checksum":
+                    src = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id).source
+                    if self._submitted_source in (src, visible_source(src)):
+                        return
+                    attr = "source edited"
+                changes.append(f"{name}: {attr}")
+                super().report_change(name, attr, old, new)
+
+        return Tracking(**kw)
+
+
+class Coordinator:
+    def __init__(self, config: Config, part: str, *, db_url: str | None = None, sandbox: bool = True,
+                 limits: Limits = Limits(), force: bool = False):
+        self.config, self.part, self.force, self.sandbox, self.limits = config, part, force, sandbox, limits
+        if sandbox:
+            why = sandbox_problem()
+            if why:
+                raise SandboxUnavailable(f"cannot isolate student code: {why}. Pass --no-sandbox to grade without "
+                                         "isolation (student code then runs as you, with the course in reach).")
+        _ensure_path()
+        self.nbcfg = nbgrader_config(config.root, db_url)
+        from nbgrader.coursedir import CourseDirectory
+
+        self.coursedir = CourseDirectory(config=self.nbcfg)
+        self.db_url = self.coursedir.db_url
+        self.course_id = self.coursedir.course_id
+        self.store = StatusStore(self.db_url)
+        self._ensure_assignment()
+
+    # -- the gradebook knows the assignment ---------------------------------------------------------
+    def _ensure_assignment(self) -> None:
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            try:
+                a = gb.find_assignment(self.part)
+                self.notebooks = sorted(n.name for n in a.notebooks)
+                self.source_version = hashlib.sha256(json.dumps(
+                    sorted((c.name, c.notebook.name, c.checksum or "") for n in a.notebooks
+                           for c in n.source_cells)).encode()).hexdigest()
+                return
+            except MissingEntry:
+                pass
+        if not (Path(self.coursedir.root) / self.coursedir.source_directory / self.part).is_dir():
+            raise GradeError(f"no assignment {self.part!r} in the gradebook and no source/{self.part} to create it from")
+        from nbgrader.apps import NbGraderAPI
+
+        log.info("assignment %s is not in the gradebook: running nbgrader generate_assignment", self.part)
+        result = NbGraderAPI(config=self.nbcfg).generate_assignment(self.part, force=True, create=True)
+        if not result.get("success"):
+            raise GradeError(f"nbgrader generate_assignment {self.part} failed: {(result.get('error') or '')[-500:]}")
+        self._ensure_assignment()
+
+    # -- what is there to grade -----------------------------------------------------------------------
+    def submissions(self, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None) -> list[Job]:
+        sub_root = Path(self.coursedir.root) / self.coursedir.submitted_directory
+        wanted_students = set(students or [])
+        wanted_nbs = {n.removesuffix(".ipynb") for n in notebooks or []}
+        jobs = []
+        if not sub_root.is_dir():
+            return jobs
+        for sdir in sorted(p for p in sub_root.iterdir() if p.is_dir()):
+            if wanted_students and sdir.name not in wanted_students:
+                continue
+            pdir = sdir / self.part
+            if not pdir.is_dir():
+                continue
+            present = {p.stem: p for p in pdir.glob("*.ipynb") if p.is_file()}
+            for name in self.notebooks:
+                if wanted_nbs and name not in wanted_nbs:
+                    continue
+                jobs.append(Job(sdir.name, name, present.get(name)))
+            for name in sorted(set(present) - set(self.notebooks)):
+                if wanted_nbs and name not in wanted_nbs:
+                    continue
+                jobs.append(Job(sdir.name, name, present[name]))
+        return jobs
+
+    def _extra_files(self, pdir: Path) -> dict[str, bytes]:
+        """Non-notebook files beside the submission, then the source's own files over them (as nbgrader does)."""
+        files, total = {}, 0
+        src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        for base, own in ((pdir, True), (src, False)):
+            if not base.is_dir():
+                continue
+            for p in sorted(base.rglob("*")):
+                if not p.is_file() or p.suffix == ".ipynb" or ".ipynb_checkpoints" in p.parts or p.is_symlink():
+                    continue
+                size = p.stat().st_size
+                if own and total + size > MAX_EXTRA_BYTES:
+                    continue
+                total += size
+                files[str(p.relative_to(base))] = p.read_bytes()
+        return files
+
+    def _hash(self, job: Job) -> str:
+        h = hashlib.sha256(GRADER_VERSION.encode())
+        h.update(self.source_version.encode())
+        if job.path is not None:
+            h.update(job.path.read_bytes())
+            ts = job.path.parent / "timestamp.txt"
+            if ts.exists():
+                h.update(ts.read_bytes())
+        return h.hexdigest()
+
+    def plan(self, jobs: list[Job]) -> tuple[list[Job], list[Status]]:
+        """Jobs whose content changed (or all with force), and the statuses of those skipped."""
+        todo, skipped = [], []
+        for job in jobs:
+            job.content_hash = self._hash(job)
+            old = self.store.get(self.part, job.student, job.notebook)
+            if not self.force and old and old.content_hash == job.content_hash and old.status in FINAL:
+                skipped.append(old)
+            else:
+                todo.append(job)
+        return todo, skipped
+
+    # -- prepare with nbgrader's sanitize steps ------------------------------------------------------
+    def _resources(self, job: Job) -> dict:
+        return {"nbgrader": {"notebook": job.notebook, "assignment": self.part, "student": job.student,
+                             "db_url": self.db_url, "course_id": self.course_id}}
+
+    def prepare(self, job: Job) -> None:
+        from nbgrader.api import Gradebook
+        from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
+
+        pdir = Path(self.coursedir.root) / self.coursedir.submitted_directory / job.student / self.part
+        try:
+            timestamp = self.coursedir.get_existing_timestamp(str(pdir))
+        except Exception:
+            timestamp = None
+        with Gradebook(self.db_url, self.course_id) as gb:
+            gb.update_or_create_student(job.student)
+            if timestamp:
+                gb.update_or_create_submission(self.part, job.student, timestamp=timestamp)
+            else:
+                gb.update_or_create_submission(self.part, job.student)
+        if job.notebook not in self.notebooks:
+            job.status = self._status(job, INVALID, f"{job.notebook}.ipynb is not a notebook of {self.part} "
+                                                    f"(expected {', '.join(n + '.ipynb' for n in self.notebooks)}): "
+                                                    "renamed?")
+            return
+        if job.path is None:
+            self._zero(job)
+            job.status = self._status(job, MISSING, "no submitted file", *self._scores(job))
+            return
+        try:
+            text = job.path.read_bytes().decode("utf-8")
+            nb = nbformat.reads(text, as_version=4)
+            nbformat.validate(nb)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            self._zero(job)
+            job.status = self._status(job, INVALID, f"cannot be read as a notebook: {first}", *self._scores(job))
+            return
+        resources = self._resources(job)
+        submitted_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+        try:
+            for pp in (ClearOutput(config=self.nbcfg), DeduplicateIds(config=self.nbcfg),
+                       OverwriteKernelspec(config=self.nbcfg),
+                       _TrackingOverwriteCells(job.changes, config=self.nbcfg, add_missing_cells=True),
+                       CheckCellMetadata(config=self.nbcfg)):
+                nb, resources = pp.preprocess(nb, resources)
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            self._zero(job)
+            job.status = self._status(job, INVALID, f"nbgrader could not restore it: {first}", *self._scores(job))
+            return
+        with Gradebook(self.db_url, self.course_id) as gb:
+            graded = {c.name for c in gb.find_notebook(job.notebook, self.part).grade_cells}
+        missing = sorted(graded - submitted_ids)
+        if missing:
+            job.changes.append(f"restored deleted grade cells {', '.join(missing)}")
+        job.files = self._extra_files(pdir)
+        job.task = {"id": f"{self.part}/{job.student}/{job.notebook}", "notebook": nbformat.writes(nb),
+                    "files": job.files, "limits": asdict(self.limits), "sandbox": self.sandbox,
+                    "kernel_name": "python3"}
+
+    def _zero(self, job: Job) -> None:
+        """A notebook that cannot run scores zero in every grade cell (as nbgrader does for a missing one)."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            sub = gb.find_submission_notebook(job.notebook, self.part, job.student)
+            for grade in sub.grades:
+                grade.auto_score = 0
+                grade.needs_manual_grade = False
+            gb.db.commit()
+        (self._autograded_dir(job) / f"{job.notebook}.ipynb").unlink(missing_ok=True)
+
+    def _scores(self, job: Job) -> tuple[float | None, float | None]:
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            try:
+                sub = gb.find_submission_notebook(job.notebook, self.part, job.student)
+                return float(sub.score), float(sub.max_score)
+            except MissingEntry:
+                return None, None
+
+    def _status(self, job: Job, status: str, reason: str, score=None, max_score=None, seconds=None) -> Status:
+        return Status(self.part, job.student, job.notebook, job.content_hash, status, reason, score, max_score, seconds)
+
+    def _autograded_dir(self, job: Job) -> Path:
+        return Path(self.coursedir.root) / self.coursedir.autograded_directory / job.student / self.part
+
+    # -- record what a worker returned ----------------------------------------------------------------
+    def record(self, job: Job, result: dict) -> Status:
+        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
+                                            SaveAutoGrades)
+
+        nb = nbformat.reads(result["notebook"], as_version=4)
+        resources = self._resources(job)
+        for pp in (IgnorePattern(config=self.nbcfg), LimitOutput(config=self.nbcfg), SaveAutoGrades(config=self.nbcfg),
+                   AssignLatePenalties(config=self.nbcfg), CheckCellMetadata(config=self.nbcfg)):
+            nb, resources = pp.preprocess(nb, resources)
+        out_dir = self._autograded_dir(job)
+        record.copy_files(job.files, out_dir)
+        ts = job.path.parent / "timestamp.txt" if job.path else None
+        if ts and ts.exists():
+            record.write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
+        record.write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
+        status, reason = result["status"], result["reason"]
+        if status == GRADED and job.changes:
+            status = TAMPERED
+            reason = "graded with nbgrader's originals restored: " + "; ".join(sorted(set(job.changes)))
+        elif job.changes:
+            reason += "; also restored: " + "; ".join(sorted(set(job.changes)))
+        st = self._status(job, status, reason, *self._scores(job), seconds=result.get("seconds"))
+        self.store.put(st)
+        return st
+
+    def settle(self, job: Job) -> Status:
+        self.store.put(job.status)
+        return job.status
+
+
+def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
+          workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
+          sandbox: bool = True, limits: Limits = Limits(),
+          on_start: Callable[[int, int], None] | None = None,
+          on_result: Callable[[Status], None] | None = None) -> GradeReport:
+    """Grade every submission of `part` (or the chosen students / notebooks) and record the results."""
+    t0 = time.perf_counter()
+    warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
+    coord = Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force)
+    report = GradeReport(part)
+    todo, report.skipped = coord.plan(coord.submissions(students, notebooks))
+    if on_start:
+        on_start(len(todo), len(report.skipped))
+    runnable = []
+    for job in todo:
+        coord.prepare(job)
+        if job.status is not None:
+            report.results.append(coord.settle(job))
+            if on_result:
+                on_result(job.status)
+        else:
+            runnable.append(job)
+    if runnable:
+        for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
+            st = coord.record(job, result)
+            report.results.append(st)
+            if on_result:
+                on_result(st)
+    coord.store.dispose()
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
+    """Run the tasks on Dask workers; yield (job, result) as each finishes."""
+    from distributed import Client, LocalCluster, as_completed
+
+    if scheduler:
+        client, cluster = Client(scheduler, timeout="30s"), None
+    else:
+        n = workers or max(1, os.cpu_count() or 1)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        client = Client(cluster)
+    try:
+        by_key = {}
+        futures = []
+        for job in jobs:
+            fut = client.submit(run_task, job.task, key=f"jaxpath-grade-{hashlib.sha1(job.task['id'].encode()).hexdigest()}-"
+                                f"{time.time_ns()}", pure=False, retries=0)
+            by_key[fut.key] = job
+            futures.append(fut)
+        for fut in as_completed(futures):
+            job = by_key[fut.key]
+            try:
+                result = fut.result()
+            except Exception as e:
+                nb = job.task["notebook"]
+                result = {"id": job.task["id"], "notebook": nb, "status": CRASHED,
+                          "reason": f"the worker failed: {type(e).__name__}: {str(e)[:300]}", "seconds": None}
+                result["notebook"] = _all_not_run(nb, result["reason"])
+            yield job, result
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _all_not_run(nb_json: str, why: str) -> str:
+    nb = nbformat.reads(nb_json, as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs = [nbformat.v4.new_output("error", ename="NotRun", evalue=why, traceback=[why])]
+    return nbformat.writes(nb)
