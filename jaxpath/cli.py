@@ -119,6 +119,51 @@ def cmd_build(args, config: Config) -> int:
     return 0 if r.ok else 1
 
 
+def cmd_grade(args, config: Config) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from .grade import GradeError, Limits, SandboxUnavailable, grade
+
+    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
+    progress = Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
+    task = None
+
+    def on_start(n, skipped):
+        nonlocal task
+        if skipped:
+            console.print(f"{skipped} notebook(s) unchanged since they were graded: skipped (--force regrades them)")
+        task = progress.add_task(args.part, total=n)
+
+    def on_result(st):
+        progress.advance(task)
+        if st.status != "graded":
+            progress.console.print(f"[yellow]{st.status}[/yellow] {st.student}/{args.part}/{st.notebook}.ipynb: {st.reason}")
+
+    try:
+        with progress:
+            report = grade(config, args.part, students=args.student, notebooks=args.notebook, workers=args.workers,
+                           scheduler=args.scheduler, db_url=args.db, force=args.force, sandbox=not args.no_sandbox,
+                           limits=limits, on_start=on_start, on_result=on_result)
+    except (SandboxUnavailable, GradeError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        return 2
+    rows = report.results + report.skipped
+    table = Table(title=f"{args.part}: {len(report.results)} graded now, {len(report.skipped)} unchanged "
+                        f"({report.seconds:.1f} s)")
+    for col in ("student", "notebook", "status", "score", "seconds", "reason"):
+        table.add_column(col, justify="right" if col in ("score", "seconds") else "left")
+    for st in sorted(rows, key=lambda s: (s.student, s.notebook)):
+        score = "" if st.score is None else f"{st.score:g}/{st.max_score:g}"
+        color = "green" if st.status == "graded" else "yellow"
+        table.add_row(st.student, st.notebook, f"[{color}]{st.status}[/{color}]", score,
+                      "" if st.seconds is None else f"{st.seconds:.1f}", st.reason)
+    console.print(table)
+    counts = report.by_status()
+    console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to grade")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -147,6 +192,22 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="validate, release, appendix and path")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs())
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("grade", help="autograde submissions in parallel, isolated, resumable (Dask workers)")
+    p.add_argument("part", help="the assignment (nbgrader assignment id), e.g. basics")
+    p.add_argument("--student", nargs="+", help="only these students")
+    p.add_argument("--notebook", nargs="+", help="only these notebooks (names without .ipynb)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=None, help="local Dask workers (default: one per core)")
+    where.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:port)")
+    p.add_argument("--db", default=None, help="gradebook URL (default: the course's, from nbgrader_config.py)")
+    p.add_argument("--force", action="store_true", help="regrade notebooks that did not change")
+    p.add_argument("--no-sandbox", action="store_true",
+                   help="run student code WITHOUT isolation (only where a sandbox cannot be built)")
+    p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
+    p.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
+    p.add_argument("--memory-mb", type=int, default=3072, help="memory per notebook, its files included")
+    p.set_defaults(func=cmd_grade)
 
     args = parser.parse_args(argv)
     try:

@@ -80,7 +80,7 @@ class Session:
 
     def __init__(self, nb: nbformat.NotebookNode, cwd: Path | str, *, timeout: int = 180,
                  startup_timeout: int = 60, kernel_name: str = "python3", km: AsyncKernelManager | None = None,
-                 env: dict | None = None, interrupt_on_timeout: bool = True):
+                 env: dict | None = None):
         self.nb = nb
         self._env = env
         # ZeroMQ over ipc sockets in a private folder: nothing listens on TCP, and the sandbox used in
@@ -90,7 +90,13 @@ class Session:
                                            ip=os.path.join(self._sockdir, "k"))
         self.client = NotebookClient(
             nb, km=self.km, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
-            allow_errors=True, interrupt_on_timeout=interrupt_on_timeout, record_timing=False,
+            allow_errors=True, record_timing=False,
+            # On a timeout nbclient interrupts the kernel and returns this error at once. (Raising instead
+            # would leave nbclient's output reader of the timed-out cell running, and it would swallow the
+            # outputs of the cells after it.)
+            interrupt_on_timeout=True,
+            error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran past its {timeout} s limit",
+                              "traceback": [f"CellTimeoutError: the cell ran past its {timeout} s limit"]},
             resources={"metadata": {"path": str(cwd)}})
         self._ctx = None
         self.dead = False
@@ -98,7 +104,10 @@ class Session:
         self.client.on_cell_executed = self._on_cell_executed
 
     def _on_cell_executed(self, cell=None, cell_index=None, execute_reply=None, **kw) -> None:
-        self._reply_status = (execute_reply or {}).get("content", {}).get("status")
+        content = (execute_reply or {}).get("content", {})
+        self._reply_status = content.get("status")
+        if content.get("ename") == "CellTimeoutError":
+            self._reply_status = "timeout"
 
     def __enter__(self) -> "Session":
         self._ctx = self.client.setup_kernel(env=self._env if self._env is not None else kernel_env(),
@@ -133,6 +142,11 @@ class Session:
             self.dead = True
             return CellOutcome(False, "DeadKernelError", str(e), dead=True, seconds=time.perf_counter() - t0)
         dt = time.perf_counter() - t0
+        if self._reply_status == "timeout":
+            cell.outputs.append(nbformat.v4.new_output("error", ename="CellTimeoutError",
+                                                       evalue=f"the cell ran past its {self.client.timeout} s limit",
+                                                       traceback=[]))
+            return CellOutcome(False, "CellTimeoutError", "timed out", timed_out=True, seconds=dt)
         if self._reply_status == "aborted":
             # The kernel skipped the cell (it drops requests queued behind an error): never a pass.
             return CellOutcome(False, "Aborted", "the kernel aborted this cell without running it", seconds=dt)

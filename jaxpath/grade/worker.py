@@ -57,8 +57,6 @@ def run_task(task: dict) -> dict:
                 _mark_rest(nb, code_cells[n + 1:], f"not run: the kernel died in cell {i + 1}")
                 return
             if out.timed_out:
-                nb.cells[i].outputs.append(_error_output(
-                    "CellTimeoutError", f"the cell ran past its {limits.cell_timeout} s limit and was interrupted"))
                 status, reason = TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
                 if not session.responsive():
                     reason += " and ignored the interrupt"
@@ -71,7 +69,7 @@ def run_task(task: dict) -> dict:
             km = sb.kernel_manager(task.get("kernel_name", "python3"))
             try:
                 with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
-                             kernel_name=task.get("kernel_name", "python3"), interrupt_on_timeout=False) as s:
+                             kernel_name=task.get("kernel_name", "python3")) as s:
                     execute(s)
             except RuntimeError as e:  # the kernel did not start
                 status, reason = CRASHED, f"the kernel did not start: {e}"
@@ -86,7 +84,7 @@ def run_task(task: dict) -> dict:
                 target.write_bytes(data)
             env = kernel_env()
             with Session(nb, d, timeout=limits.cell_timeout, env=env,
-                         kernel_name=task.get("kernel_name", "python3"), interrupt_on_timeout=False) as s:
+                         kernel_name=task.get("kernel_name", "python3")) as s:
                 execute(s)
     return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
             "seconds": time.perf_counter() - t0, "worker": socket.gethostname()}
