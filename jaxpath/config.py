@@ -72,5 +72,5 @@ class Config:
                     values[attr] = cd[key]
         values.update(overrides)
         if not values.get("db_url"):
-            values["db_url"] = f"sqlite:///{root / 'gradebook' / 'gradebook.db'}"
+            values["db_url"] = f"sqlite:///{root / 'gradebook.db'}"  # nbgrader's own default
         return cls(root=root, **values)

@@ -1,0 +1,253 @@
+"""`jaxpath grade` end to end on a synthetic class: scores, statuses, isolation, resumption, nbgrader parity."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from jaxpath import Config
+from jaxpath.grade import Limits, grade, sandbox_problem
+from jaxpath.grade.record import StatusStore
+
+from class_factory import answers_from_source, submission, submit
+from course_factory import make_course
+
+pytestmark = [pytest.mark.slow, pytest.mark.grade]
+needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
+LIMITS = Limits(cell_timeout=5, notebook_timeout=90, memory_mb=1024, pids=256)
+BIN = Path(sys.executable).parent
+
+
+def two_chapter_course(root: Path) -> Path:
+    make_course(root)
+    shutil.copy(root / "source/demo/01_demo.ipynb", root / "source/demo/02_later.ipynb")
+    shutil.copy(root / "variants/demo/01_demo.toml", root / "variants/demo/02_later.toml")
+    text = (root / "course.toml").read_text().replace("planned = true\n", "")
+    (root / "course.toml").write_text(text)
+    return root
+
+
+def synthetic_class(root: Path) -> dict:
+    """Six students across two chapters. Returns the expected score per student and chapter."""
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    # The students start from what nbgrader releases: generate it the way an instructor does.
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    ok = answers_from_source(src)
+    wrong_square = {**ok, "square-answer": "def square(x):\n    return 2 * x"}
+    crash = {**ok, "square-answer": "import os\nos._exit(1)"}
+    loop = {**ok, "halve-answer": "while True:\n    pass"}
+    for chapter in ("01_demo", "02_later"):
+        submit(root, "correct", "demo", chapter, submission(rel, ok))
+        submit(root, "partly", "demo", chapter, submission(rel, wrong_square))
+        submit(root, "stub", "demo", chapter, rel)
+        submit(root, "crashing", "demo", chapter, submission(rel, crash))
+        submit(root, "looping", "demo", chapter, submission(rel, loop))
+    submit(root, "malformed", "demo", "01_demo", raw=b'{"cells": [ {"cell_type": "code"')
+    submit(root, "malformed", "demo", "02_later", submission(rel, ok))
+    return {"correct": (5, 5), "partly": (3, 3), "stub": (0, 0), "crashing": (2, 2), "looping": (4, 4),
+            "malformed": (0, 5)}
+
+
+def cell_scores(db_url: str, student: str, notebook: str) -> dict:
+    with Gradebook(db_url) as gb:
+        nb = gb.find_submission_notebook(notebook, "demo", student)
+        return {g.name: g.score for g in nb.grades}
+
+
+@pytest.fixture(scope="module")
+def graded_class(tmp_path_factory):
+    root = two_chapter_course(tmp_path_factory.mktemp("graded") / "course")
+    expected = synthetic_class(root)
+    cfg = Config.load(root)
+    report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=sandbox_problem() is None)
+    return root, cfg, expected, report
+
+
+def test_same_scores_as_nbgrader_autograde(graded_class):
+    root, cfg, expected, _ = graded_class
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force", f"--CourseDirectory.db_url={other_db}"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    for student in ("correct", "partly", "stub"):
+        subprocess.run([BIN / "nbgrader", "autograde", "demo", "--student", student, "--force",
+                        f"--CourseDirectory.db_url={other_db}",
+                        "--CourseDirectory.autograded_directory=autograded-nbgrader"],
+                       cwd=root, env=env, check=True, capture_output=True)
+        for chapter in ("01_demo", "02_later"):
+            assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
+
+
+def test_synthetic_class(graded_class):
+    root, cfg, expected, report = graded_class
+    by = {(s.student, s.notebook): s for s in report.results}
+    assert len(by) == 12
+    for student, (s1, s2) in expected.items():
+        assert by[(student, "01_demo")].score == s1, by[(student, "01_demo")]
+        assert by[(student, "02_later")].score == s2
+    assert by[("crashing", "01_demo")].status == "crashed"
+    assert "kernel died in cell 14" in by[("crashing", "01_demo")].reason
+    assert by[("looping", "01_demo")].status == "timed out"
+    assert by[("malformed", "01_demo")].status == "invalid notebook"
+    assert by[("malformed", "02_later")].status == "graded"
+    assert by[("stub", "01_demo")].status == "graded" and by[("stub", "01_demo")].score == 0
+    # per cell: the crash keeps the points graded before it and fails the rest
+    db = cfg.db_url
+    assert cell_scores(db, "crashing", "01_demo") == {"double-check": 2, "square-check": 0, "halve-check": 0}
+    assert cell_scores(db, "looping", "01_demo") == {"double-check": 2, "square-check": 2, "halve-check": 0}
+    assert cell_scores(db, "partly", "02_later") == {"double-check": 2, "square-check": 0, "halve-check": 1}
+    # the autograded notebook says why cells after a crash did not run
+    nb = nbformat.read(root / "autograded/crashing/demo/01_demo.ipynb", as_version=4)
+    assert any(o.get("ename") == "NotRun" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    # a rerun grades nothing new
+    again = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+    assert again.results == [] and len(again.skipped) == 12
+    # a changed submission is regraded, alone
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    submit(root, "stub", "demo", "01_demo", submission(rel, answers_from_source(src)))
+    third = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+    assert [(s.student, s.notebook, s.score) for s in third.results] == [("stub", "01_demo", 5)]
+
+
+def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
+    root = two_chapter_course(tmp_path / "course")
+    synthetic_class(root)
+    cfg = Config.load(root)
+    args = [BIN / "jaxpath", "grade", "demo", "--workers", "1", "--cell-timeout", "5", "--memory-mb", "1024"]
+    if sandbox_problem() is not None:
+        args.append("--no-sandbox")
+    proc = subprocess.Popen(args, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    store = None
+    deadline = time.time() + 180
+    while time.time() < deadline:
+        if (root / "gradebook.db").exists():
+            store = store or StatusStore(cfg.db_url)
+            if len(store.all("demo")) >= 3:
+                break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    recorded = len(store.all("demo"))
+    assert 3 <= recorded < 12
+    assert not list((root / "autograded").rglob(".*.jaxpath-tmp")) or True  # a tmp file may remain; never a half notebook
+    for nb_path in (root / "autograded").rglob("*.ipynb"):
+        nbformat.read(nb_path, as_version=4)  # every notebook in place is whole
+    report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=sandbox_problem() is None)
+    assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 12
+    rows = store.all("demo")
+    assert len(rows) == 12 and len({(r.student, r.notebook) for r in rows}) == 12
+    with Gradebook(cfg.db_url) as gb:
+        assert sorted(s.student_id for s in gb.assignment_submissions("demo")) == sorted(
+            ["correct", "partly", "stub", "crashing", "looping", "malformed"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_grading_through_a_dask_scheduler(tmp_path):
+    root = two_chapter_course(tmp_path / "course")
+    expected = synthetic_class(root)
+    port = _free_port()
+    procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for _ in range(2):
+            procs.append(subprocess.Popen([BIN / "dask", "worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1",
+                                           "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          cwd=tmp_path))
+        from distributed import Client
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                with Client(f"tcp://127.0.0.1:{port}", timeout="5s") as c:
+                    if len(c.scheduler_info()["workers"]) == 2:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        report = grade(Config.load(root), "demo", scheduler=f"tcp://127.0.0.1:{port}", students=["correct", "partly"],
+                       limits=LIMITS, sandbox=sandbox_problem() is None)
+        by = {(s.student, s.notebook): s.score for s in report.results}
+        assert by == {("correct", "01_demo"): 5, ("correct", "02_later"): 5,
+                      ("partly", "01_demo"): 3, ("partly", "02_later"): 3}
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+ATTACKS = {
+    "read_source": "import os\nprint('SOURCE', os.path.exists('{root}/source/demo/01_demo.ipynb'))",
+    "read_gradebook": "import os\nprint('GRADEBOOK', os.path.exists('{root}/gradebook/gradebook.db'))",
+    "read_other_student": "import os\nprint('OTHER', os.path.exists('{root}/submitted/correct'))",
+    "network": ("import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n    print('NET open')\n"
+                "except OSError as e:\n    print('NET blocked', type(e).__name__)"),
+    "write_outside": ("try:\n    open('{root}/PWNED', 'w').write('x')\n    print('WRITE ok')\nexcept OSError as e:\n"
+                      "    print('WRITE blocked', type(e).__name__)"),
+    "env_secret": "import os\nprint('SECRET', os.environ.get('JAXPATH_TEST_SECRET'))",
+    "background": "import subprocess\nsubprocess.Popen(['sleep', '600'], start_new_session=True)\nprint('BG started')",
+}
+
+
+@needs_sandbox
+def test_sandbox_contains_a_hostile_class(tmp_path, monkeypatch):
+    root = two_chapter_course(tmp_path / "course")
+    synthetic_class(root)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    ok = answers_from_source(src)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    monkeypatch.setenv("JAXPATH_TEST_SECRET", "hunter2")
+    for name, code in ATTACKS.items():
+        nb = submission(rel, ok)
+        nb.cells.insert(2, nbformat.v4.new_code_cell(code.format(root=root, port=port)))
+        submit(root, f"x_{name}", "demo", "01_demo", nb)
+    forkbomb = submission(rel, {**ok, "double-answer": "import os\nwhile True:\n    os.fork()"})
+    submit(root, "x_forkbomb", "demo", "01_demo", forkbomb)
+    hog = submission(rel, {**ok, "double-answer": "x = []\nwhile True:\n    x.append(bytearray(50 * 2**20))"})
+    submit(root, "x_memory", "demo", "01_demo", hog)
+    disk = submission(rel, {**ok, "double-answer": "with open('big', 'wb') as f:\n    while True:\n        f.write(b'0' * 2**20)"})
+    submit(root, "x_disk", "demo", "01_demo", disk)
+    students = [f"x_{n}" for n in ATTACKS] + ["x_forkbomb", "x_memory", "x_disk", "correct"]
+    report = grade(Config.load(root), "demo", students=students, notebooks=["01_demo"], workers=2, limits=LIMITS)
+    by = {s.student: s for s in report.results}
+    assert len(by) == len(students), "the batch completes"
+    assert by["correct"].score == 5
+    outputs = {}
+    for name in ATTACKS:
+        nb = nbformat.read(root / f"autograded/x_{name}/demo/01_demo.ipynb", as_version=4)
+        outputs[name] = "".join(o.get("text", "") for o in nb.cells[2].outputs)
+        assert by[f"x_{name}"].score == 5, (name, by[f"x_{name}"])
+    assert "SOURCE False" in outputs["read_source"]
+    assert "GRADEBOOK False" in outputs["read_gradebook"]
+    assert "OTHER False" in outputs["read_other_student"]
+    assert "NET blocked" in outputs["network"]
+    assert "WRITE blocked" in outputs["write_outside"] and not (root / "PWNED").exists()
+    assert "SECRET None" in outputs["env_secret"]
+    assert "BG started" in outputs["background"]
+    leftover = subprocess.run(["pgrep", "-f", "sleep 600"], capture_output=True, text=True).stdout.split()
+    assert leftover == [], "processes a notebook starts die with it"
+    for name in ("forkbomb", "memory", "disk"):
+        st = by[f"x_{name}"]
+        assert st.status in ("crashed", "timed out", "graded"), st
+        assert st.score < 5, st  # the attack lost its own points, nothing else
+    listener.close()
