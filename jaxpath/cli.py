@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -164,6 +165,31 @@ def cmd_grade(args, config: Config) -> int:
     return 0
 
 
+def cmd_feedback(args, config: Config) -> int:
+    from .feedback import feedback
+
+    r = feedback(config, args.part, students=args.student, db_url=args.db)
+    console.print(f"wrote {len(r.written)} feedback page(s) under feedback/*/{args.part}/ (hidden tests removed)")
+    return 0
+
+
+def cmd_export(args, config: Config) -> int:
+    from .export import export
+
+    r = export(config, args.part, output=args.output, canvas_output=args.canvas_output,
+               canvas_column=args.canvas_column, db_url=args.db)
+    console.print(f"{r.rows} student(s): {r.csv_path} (nbgrader's columns + status), {r.canvas_path} (Canvas import)")
+    return 0
+
+
+def cmd_report(args, config: Config) -> int:
+    from .report import report
+
+    r = report(config, args.part, output=args.output, db_url=args.db)
+    console.print(f"report on {r.students} student(s), {r.notebooks} notebook(s): {r.path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -208,6 +234,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
     p.add_argument("--memory-mb", type=int, default=3072, help="memory per notebook, its files included")
     p.set_defaults(func=cmd_grade)
+
+    p = sub.add_parser("feedback", help="HTML feedback per student, hidden tests never shown")
+    p.add_argument("part")
+    p.add_argument("--student", nargs="+")
+    p.add_argument("--db", default=None)
+    p.set_defaults(func=cmd_feedback)
+
+    p = sub.add_parser("export", help="grades CSV (nbgrader's columns + status) and a Canvas gradebook CSV")
+    p.add_argument("part")
+    p.add_argument("--output", type=Path, default=None, help="default: grades-PART.csv")
+    p.add_argument("--canvas-output", type=Path, default=None, help="default: grades-PART-canvas.csv")
+    p.add_argument("--canvas-column", default=None, help='Canvas assignment column, e.g. "Basics (12345)"')
+    p.add_argument("--db", default=None)
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("report", help="HTML report with plots on how the class did")
+    p.add_argument("part")
+    p.add_argument("--output", type=Path, default=None, help="default: build/reports/PART.html")
+    p.add_argument("--db", default=None)
+    p.set_defaults(func=cmd_report)
 
     args = parser.parse_args(argv)
     try:

@@ -46,16 +46,19 @@ def synthetic_class(root: Path) -> dict:
     wrong_square = {**ok, "square-answer": "def square(x):\n    return 2 * x"}
     crash = {**ok, "square-answer": "import os\nos._exit(1)"}
     loop = {**ok, "halve-answer": "while True:\n    pass"}
+    # passes the visible self-check of `double`, fails its hidden test
+    sneaky = {**ok, "double-answer": "def double(x):\n    return 6 if x == 3 else 0"}
     for chapter in ("01_demo", "02_later"):
         submit(root, "correct", "demo", chapter, submission(rel, ok))
         submit(root, "partly", "demo", chapter, submission(rel, wrong_square))
         submit(root, "stub", "demo", chapter, rel)
         submit(root, "crashing", "demo", chapter, submission(rel, crash))
         submit(root, "looping", "demo", chapter, submission(rel, loop))
+        submit(root, "sneaky", "demo", chapter, submission(rel, sneaky))
     submit(root, "malformed", "demo", "01_demo", raw=b'{"cells": [ {"cell_type": "code"')
     submit(root, "malformed", "demo", "02_later", submission(rel, ok))
     return {"correct": (5, 5), "partly": (3, 3), "stub": (0, 0), "crashing": (2, 2), "looping": (4, 4),
-            "malformed": (0, 5)}
+            "malformed": (0, 5), "sneaky": (3, 3)}
 
 
 def cell_scores(db_url: str, student: str, notebook: str) -> dict:
@@ -79,7 +82,7 @@ def test_same_scores_as_nbgrader_autograde(graded_class):
     other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
     subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force", f"--CourseDirectory.db_url={other_db}"],
                    cwd=root, env=env, check=True, capture_output=True)
-    for student in ("correct", "partly", "stub"):
+    for student in ("correct", "partly", "stub", "sneaky"):
         subprocess.run([BIN / "nbgrader", "autograde", "demo", "--student", student, "--force",
                         f"--CourseDirectory.db_url={other_db}",
                         "--CourseDirectory.autograded_directory=autograded-nbgrader"],
@@ -88,10 +91,53 @@ def test_same_scores_as_nbgrader_autograde(graded_class):
             assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
 
 
+def test_feedback_never_shows_hidden_tests(graded_class):
+    from jaxpath.feedback import feedback
+
+    root, cfg, _, _ = graded_class
+    r = feedback(cfg, "demo")
+    assert len(r.written) == 13  # every autograded notebook (the malformed one has none)
+    hidden_source = ["double(-1.5)", "negative floats too'", "square(-2)", "isinstance(halve(4), float)"]
+    for page in r.written:
+        text = page.read_text()
+        for h in hidden_source:
+            assert h not in text, (page, h)
+        assert "BEGIN HIDDEN TESTS" not in text
+    sneaky = (root / "feedback/sneaky/demo/01_demo.html").read_text()
+    assert "A hidden test failed. AssertionError: negative floats too" in sneaky
+    assert "double(3) should be 6" in sneaky  # the visible self-check is there
+    partly = (root / "feedback/partly/demo/01_demo.html").read_text()
+    assert "square(3) should be 9" in partly  # a visible failure keeps its message
+
+
+def test_export_and_report(graded_class):
+    import csv
+
+    from jaxpath.export import NBGRADER_COLUMNS, export
+    from jaxpath.report import report
+
+    root, cfg, expected, _ = graded_class
+    r = export(cfg, "demo")
+    rows = {row["student_id"]: row for row in csv.DictReader(r.csv_path.open())}
+    assert list(next(csv.reader(r.csv_path.open()))) == NBGRADER_COLUMNS + ["status"]
+    assert float(rows["correct"]["score"]) == 10.0 and rows["correct"]["status"] == "graded"
+    assert "01_demo: crashed (the kernel died in cell 14)" in rows["crashing"]["status"]
+    assert "01_demo: invalid notebook" in rows["malformed"]["status"]
+    canvas = list(csv.reader(r.canvas_path.open()))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "demo"]
+    assert canvas[1][0].strip() == "Points Possible" and float(canvas[1][5]) == 10.0
+    assert ["correct", "", "correct", "correct", "", "10.0"] in canvas
+    page = report(cfg, "demo").path.read_text()
+    assert page.count("<img") == 4 and "data:image/png;base64," in page
+    assert "AssertionError: square(3) should be 9" in page  # the most common failures
+    assert "crashing" in page and "the kernel died in cell 14" in page
+    assert "negative floats too" in page  # a hidden test's message (never its source) is shown
+
+
 def test_synthetic_class(graded_class):
     root, cfg, expected, report = graded_class
     by = {(s.student, s.notebook): s for s in report.results}
-    assert len(by) == 12
+    assert len(by) == 14
     for student, (s1, s2) in expected.items():
         assert by[(student, "01_demo")].score == s1, by[(student, "01_demo")]
         assert by[(student, "02_later")].score == s2
@@ -111,7 +157,7 @@ def test_synthetic_class(graded_class):
     assert any(o.get("ename") == "NotRun" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     # a rerun grades nothing new
     again = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
-    assert again.results == [] and len(again.skipped) == 12
+    assert again.results == [] and len(again.skipped) == 14
     # a changed submission is regraded, alone
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
@@ -140,17 +186,17 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     recorded = len(store.all("demo"))
-    assert 3 <= recorded < 12
+    assert 3 <= recorded < 14
     assert not list((root / "autograded").rglob(".*.jaxpath-tmp")) or True  # a tmp file may remain; never a half notebook
     for nb_path in (root / "autograded").rglob("*.ipynb"):
         nbformat.read(nb_path, as_version=4)  # every notebook in place is whole
     report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=sandbox_problem() is None)
-    assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 12
+    assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 14
     rows = store.all("demo")
-    assert len(rows) == 12 and len({(r.student, r.notebook) for r in rows}) == 12
+    assert len(rows) == 14 and len({(r.student, r.notebook) for r in rows}) == 14
     with Gradebook(cfg.db_url) as gb:
         assert sorted(s.student_id for s in gb.assignment_submissions("demo")) == sorted(
-            ["correct", "partly", "stub", "crashing", "looping", "malformed"])
+            ["correct", "partly", "stub", "crashing", "looping", "malformed", "sneaky"])
 
 
 def _free_port() -> int:

@@ -1,0 +1,72 @@
+"""`jaxpath export PART`: nbgrader's grade columns plus each submission's grading status, and a CSV
+that Canvas's gradebook import accepts."""
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import Config
+from .grade.coordinator import nbgrader_config
+from .grade.record import StatusStore, write_atomic
+
+NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                    "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+@dataclass
+class ExportReport:
+    csv_path: Path
+    canvas_path: Path
+    rows: int
+
+
+def export(config: Config, part: str, *, output: Path | None = None, canvas_output: Path | None = None,
+           canvas_column: str | None = None, db_url: str | None = None) -> ExportReport:
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=nbgrader_config(config.root, db_url))
+    store = StatusStore(coursedir.db_url)
+    statuses: dict[str, list] = {}
+    for st in store.all(part):
+        statuses.setdefault(st.student, []).append(st)
+    store.dispose()
+    rows = []
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        assignment = gb.find_assignment(part)
+        for student in gb.students:
+            try:
+                sub = gb.find_submission(part, student.id)
+            except MissingEntry:
+                continue
+            mine = statuses.get(student.id, [])
+            bad = [f"{s.notebook}: {s.status} ({s.reason})" for s in mine if s.status != "graded"]
+            status = "graded" if mine and not bad else ("not graded by jaxpath" if not mine else "; ".join(bad))
+            rows.append({
+                "assignment": part, "duedate": assignment.duedate or "", "timestamp": sub.timestamp or "",
+                "student_id": student.id, "last_name": student.last_name or "", "first_name": student.first_name or "",
+                "email": student.email or "", "raw_score": sub.score + sub.late_submission_penalty,
+                "late_submission_penalty": sub.late_submission_penalty, "score": sub.score,
+                "max_score": sub.max_score, "status": status})
+    out = output or config.root / f"grades-{part}.csv"
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["status"])
+    w.writeheader()
+    w.writerows(rows)
+    write_atomic(Path(out), buf.getvalue().encode("utf-8"))
+    # Canvas: Student, ID, SIS User ID, SIS Login ID, Section, then one column per assignment. Canvas matches
+    # students by SIS User ID when ID is empty; the assignment column is "Name (canvas id)" when known.
+    column = canvas_column or part
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
+    max_score = rows[0]["max_score"] if rows else ""
+    w.writerow(["    Points Possible", "", "", "", "", max_score])
+    for r in rows:
+        name = ", ".join(x for x in (r["last_name"], r["first_name"]) if x) or r["student_id"]
+        w.writerow([name, "", r["student_id"], r["student_id"], "", r["score"]])
+    canvas = canvas_output or config.root / f"grades-{part}-canvas.csv"
+    write_atomic(Path(canvas), buf.getvalue().encode("utf-8"))
+    return ExportReport(Path(out), Path(canvas), len(rows))

@@ -1,0 +1,116 @@
+"""`jaxpath feedback PART`: an HTML page per student and notebook, from the autograded notebook.
+
+nbgrader's own feedback template and GetGrades preprocessor render it. Before that, every test cell
+loses its hidden tests: their source is cut out, and an error raised inside them is shown as
+"a hidden test failed" with its message only, never with the traceback that would print their lines.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .chapter import visible_source
+from .config import Config
+from .grade.coordinator import nbgrader_config
+from .grade.record import write_atomic
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+CELL_FRAME = r"Cell In\[{n}\], line (\d+)"
+HIDDEN_NOTE = "# (hidden tests ran here; their source is not shown)"
+
+
+@dataclass
+class FeedbackReport:
+    written: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _hidden_lines(source: str) -> tuple[set[int], set[str]]:
+    """1-based line numbers inside hidden-test regions, and their stripped text."""
+    lines, numbers, inside = source.split("\n"), set(), False
+    texts = {"BEGIN HIDDEN TESTS", "END HIDDEN TESTS"}
+    for n, line in enumerate(lines, start=1):
+        if "BEGIN HIDDEN TESTS" in line:
+            inside = True
+        elif "END HIDDEN TESTS" in line:
+            inside = False
+        elif inside:
+            numbers.add(n)
+            if line.strip():
+                texts.add(line.strip())
+    return numbers, texts
+
+
+def hide_hidden_tests(cell) -> None:
+    """Remove hidden tests from a test cell, its source and its outputs."""
+    if "BEGIN HIDDEN TESTS" not in cell.source:
+        return
+    numbers, texts = _hidden_lines(cell.source)
+    outputs = []
+    for out in cell.get("outputs", []):
+        if out.get("output_type") != "error":
+            outputs.append(out)
+            continue
+        tb = [ANSI.sub("", t) for t in out.get("traceback", [])]
+        # the frames of this cell (IPython names them after its execution count)
+        frame = re.compile(CELL_FRAME.format(n=cell.get("execution_count") or r"\d+"))
+        lines = [int(m.group(1)) for t in tb for m in frame.finditer(t)]
+        in_hidden = any(n in numbers for n in lines)
+        if in_hidden or not lines:
+            msg = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}".rstrip(": ")
+            out = nbformat.v4.new_output("error", ename=out.get("ename", "Error"), evalue=out.get("evalue", ""),
+                                         traceback=[f"A hidden test failed. {msg}" if in_hidden else msg])
+        else:
+            # IPython prints context lines around the failing one: drop any that are hidden tests
+            kept = ["\n".join(l for l in t.split("\n") if not any(h in ANSI.sub("", l) for h in texts))
+                    for t in out.get("traceback", [])]
+            out = nbformat.v4.new_output("error", ename=out.get("ename", ""), evalue=out.get("evalue", ""),
+                                         traceback=kept)
+        outputs.append(out)
+    cell.outputs = outputs
+    visible = visible_source(cell.source).rstrip("\n")
+    cell.source = visible + "\n" + HIDDEN_NOTE
+
+
+def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.coursedir import CourseDirectory
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.config import Config as TConfig
+
+    import nbgrader
+
+    nbcfg = nbgrader_config(config.root, db_url)
+    coursedir = CourseDirectory(config=nbcfg)
+    root = Path(coursedir.root)
+    templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
+    css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / \
+        "bootstrap" / "dist" / "css"
+    html_cfg = TConfig()
+    html_cfg.HTMLExporter.template_name = "feedback"
+    html_cfg.HTMLExporter.extra_template_basedirs = [str(templates)]
+    html_cfg.HTMLExporter.extra_template_paths = [str(css)]
+    exporter = HTMLExporter(config=html_cfg)
+    report = FeedbackReport()
+    auto = root / coursedir.autograded_directory
+    for nb_path in sorted(auto.glob(f"*/{part}/*.ipynb")):
+        student = nb_path.parent.parent.name
+        if students and student not in students:
+            continue
+        nb = nbformat.read(nb_path, as_version=4)
+        resources = {"nbgrader": {"notebook": nb_path.stem, "assignment": part, "student": student,
+                                  "db_url": coursedir.db_url, "course_id": coursedir.course_id},
+                     "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
+        nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                hide_hidden_tests(cell)
+        html, _ = exporter.from_notebook_node(nb, resources=resources)
+        out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
+        write_atomic(out, html.encode("utf-8"))
+        report.written.append(out)
+    return report

@@ -1,0 +1,136 @@
+"""`jaxpath report PART`: one HTML page on how a class did, with plots: score distribution, pass rate
+per test, the most common failure messages per exercise, time per notebook, and every submission that
+did not grade cleanly with its reason."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .config import Config
+from .grade.coordinator import nbgrader_config
+from .grade.record import StatusStore, write_atomic
+
+
+@dataclass
+class ClassReport:
+    path: Path
+    students: int
+    notebooks: int
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _failures(autograded: Path, part: str) -> dict[tuple[str, str], Counter]:
+    """(notebook, test grade_id) -> Counter of first lines of the errors it raised, over the class."""
+    out: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for nb_path in autograded.glob(f"*/{part}/*.ipynb"):
+        try:
+            nb = nbformat.read(nb_path, as_version=4)
+        except Exception:
+            continue
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if cell.cell_type != "code" or not meta.get("grade"):
+                continue
+            for o in cell.get("outputs", []):
+                if o.get("output_type") == "error":
+                    msg = f"{o.get('ename', '')}: {(o.get('evalue') or '').strip().splitlines()[0] if (o.get('evalue') or '').strip() else ''}"
+                    out[(nb_path.stem, meta.get("grade_id", "?"))][msg.strip(": ")[:200]] += 1
+    return out
+
+
+def report(config: Config, part: str, *, output: Path | None = None, db_url: str | None = None) -> ClassReport:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from nbgrader.api import Gradebook
+    from nbgrader.coursedir import CourseDirectory
+
+    coursedir = CourseDirectory(config=nbgrader_config(config.root, db_url))
+    store = StatusStore(coursedir.db_url)
+    statuses = store.all(part)
+    store.dispose()
+    cell_scores: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    totals = []
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        for sub in gb.assignment_submissions(part):
+            totals.append((sub.student_id, float(sub.score), float(sub.max_score)))
+            for nb in sub.notebooks:
+                for g in nb.grades:
+                    if g.auto_score is not None or g.manual_score is not None:
+                        cell_scores[(nb.name, g.name)].append((float(g.score), float(g.max_score)))
+    failures = _failures(Path(coursedir.root) / coursedir.autograded_directory, part)
+    figs = []
+    if totals:
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.hist([s for _, s, _ in totals], bins=min(20, max(5, len(totals))), color="#3b6ea5", edgecolor="white")
+        ax.set_xlabel(f"score (of {totals[0][2]:g})")
+        ax.set_ylabel("students")
+        ax.set_title(f"{part}: total score")
+        figs.append(("Score distribution", _png(fig)))
+    if cell_scores:
+        keys = sorted(cell_scores)
+        rates = [sum(1 for s, m in cell_scores[k] if m and s >= m) / len(cell_scores[k]) for k in keys]
+        fig, ax = plt.subplots(figsize=(7, 0.35 * len(keys) + 1))
+        ax.barh([f"{nb} · {gid}" for nb, gid in keys], rates, color="#4a9c6d")
+        ax.set_xlim(0, 1)
+        ax.invert_yaxis()
+        ax.set_xlabel("share of submissions with full points")
+        ax.set_title("Pass rate per test")
+        figs.append(("Pass rate per test", _png(fig)))
+        fig, ax = plt.subplots(figsize=(7, 0.35 * len(keys) + 1))
+        ax.boxplot([[s for s, _ in cell_scores[k]] for k in keys], orientation="horizontal", tick_labels=[f"{nb} · {gid}" for nb, gid in keys])
+        ax.invert_yaxis()
+        ax.set_xlabel("points")
+        ax.set_title("Score distribution per exercise")
+        figs.append(("Score distribution per exercise", _png(fig)))
+    times = [s.seconds for s in statuses if s.seconds]
+    if times:
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.hist(times, bins=min(20, max(5, len(times))), color="#a5673b", edgecolor="white")
+        ax.set_xlabel("seconds to execute one notebook")
+        ax.set_ylabel("notebooks")
+        ax.set_title("Time per notebook")
+        figs.append(("Time per notebook", _png(fig)))
+    e = html.escape
+    parts = [f"<h1>Grading report: {e(part)}</h1>",
+             f"<p>{len(totals)} students, {len(statuses)} notebooks graded by jaxpath. Status counts: "
+             + ", ".join(f"{v} {e(k)}" for k, v in sorted(Counter(s.status for s in statuses).items())) + ".</p>"]
+    for title, src in figs:
+        parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='{src}'>")
+    parts.append("<h2>Most common failures per exercise</h2>")
+    if not failures:
+        parts.append("<p>No test failed.</p>")
+    for (nb, gid), counter in sorted(failures.items()):
+        parts.append(f"<h3>{e(nb)} · {e(gid)}</h3><table><tr><th>students</th><th>message</th></tr>"
+                     + "".join(f"<tr><td>{n}</td><td><code>{e(m)}</code></td></tr>" for m, n in counter.most_common(5))
+                     + "</table>")
+    bad = [s for s in statuses if s.status != "graded"]
+    parts.append("<h2>Submissions that did not grade cleanly</h2>")
+    parts.append("<p>None.</p>" if not bad else
+                 "<table><tr><th>student</th><th>notebook</th><th>status</th><th>score</th><th>reason</th></tr>"
+                 + "".join(f"<tr><td>{e(s.student)}</td><td>{e(s.notebook)}</td><td>{e(s.status)}</td>"
+                           f"<td>{'' if s.score is None else f'{s.score:g}/{s.max_score:g}'}</td><td>{e(s.reason)}</td></tr>"
+                           for s in bad) + "</table>")
+    style = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
+             "table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;"
+             "text-align:left}img{max-width:100%}code{font-size:.9em}")
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Grading report: {e(part)}</title>"
+            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+    out = output or config.build / "reports" / f"{part}.html"
+    write_atomic(Path(out), page.encode("utf-8"))
+    return ClassReport(Path(out), len(totals), len(statuses))
