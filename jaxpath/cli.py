@@ -16,6 +16,8 @@ from .manifest import ManifestError
 from .problems import ChapterError
 
 console = Console(highlight=False, soft_wrap=True)
+if not console.is_terminal:  # logs and CI: wide enough for the summary tables
+    console.width = max(console.width, 140)
 
 
 def _default_jobs() -> int:
@@ -190,6 +192,27 @@ def cmd_report(args, config: Config) -> int:
     return 0
 
 
+def cmd_sample(args, config: Config) -> int:
+    from .grade import sandbox_problem
+    from .report import report
+    from .sample import make_sample_class
+
+    dest = config.build / "sample-class"
+    console.print(f"[bold]A sample class[/bold]: six synthetic students on {', '.join(args.chapters)}, graded in a "
+                  f"scratch copy of the course ({dest.relative_to(config.root)})")
+    sample = make_sample_class(config, dest, tuple(args.chapters))
+    no_sandbox = bool(sandbox_problem())
+    if no_sandbox:
+        console.print(f"[yellow]no sandbox here ({sandbox_problem()}): grading the sample class without isolation[/yellow]")
+    sub_args = ["--root", str(dest), "grade", sample.part, "--cell-timeout", str(args.cell_timeout)]
+    rc = main(sub_args + (["--no-sandbox"] if no_sandbox else []))
+    if rc:
+        return rc
+    r = report(Config.load(dest), sample.part)
+    console.print(f"class report: {r.path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -254,6 +277,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--output", type=Path, default=None, help="default: build/reports/PART.html")
     p.add_argument("--db", default=None)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("sample", help="grade a small synthetic class in a scratch copy of the course")
+    p.add_argument("--chapters", nargs="+", default=["basics/01_introduction", "basics/02_jit"])
+    p.add_argument("--cell-timeout", type=int, default=20)
+    p.set_defaults(func=cmd_sample)
 
     args = parser.parse_args(argv)
     try:

@@ -122,6 +122,8 @@ class Coordinator:
         self.coursedir = CourseDirectory(config=self.nbcfg)
         self.db_url = self.coursedir.db_url
         self.course_id = self.coursedir.course_id
+        if self.db_url.startswith("sqlite:///"):
+            Path(self.db_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.store = StatusStore(self.db_url)
         self._ensure_assignment()
 
@@ -297,6 +299,8 @@ class Coordinator:
                 return None, None
 
     def _status(self, job: Job, status: str, reason: str, score=None, max_score=None, seconds=None) -> Status:
+        reason = " ".join(reason.split())
+        reason = reason if len(reason) <= 240 else reason[:237] + "..."
         return Status(self.part, job.student, job.notebook, job.content_hash, status, reason, score, max_score, seconds)
 
     def _autograded_dir(self, job: Job) -> Path:
