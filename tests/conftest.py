@@ -27,3 +27,61 @@ def course_config(course) -> Config:
 @pytest.fixture(scope="session")
 def real_config() -> Config:
     return Config.load(ROOT)
+
+
+def _pg_bin():
+    import glob
+
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory):
+    """A real PostgreSQL server on loopback for the session (Debian's postgresql package; .ci/run installs it)."""
+    import os
+    import pwd
+    import socket
+    import subprocess
+    import time
+
+    bindir = _pg_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="jaxpath-pg-"))  # pytest's own tmp is private to root
+    os.chmod(base, 0o755)
+    data, sock = base / "data", base / "sock"
+    data.mkdir()
+    sock.mkdir()
+    run_as = []
+    if os.geteuid() == 0:  # initdb refuses to run as root
+        user = pwd.getpwnam("postgres")
+        for d in (data, sock):
+            os.chown(d, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    subprocess.run(run_as + [str(bindir / "initdb"), "-D", str(data), "-U", "grader", "--auth=trust"],
+                   check=True, capture_output=True)
+    subprocess.run(run_as + [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(data / "log"), "-w", "-o",
+                             f"-p {port} -k {sock} -c listen_addresses=127.0.0.1", "start"],
+                   check=True, capture_output=True)
+    try:
+        url = f"postgresql://grader@127.0.0.1:{port}/postgres"
+        import sqlalchemy as sa
+
+        for _ in range(50):
+            try:
+                sa.create_engine(url).connect().close()
+                break
+            except Exception:
+                time.sleep(0.2)
+        yield url
+    finally:
+        subprocess.run(run_as + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+                       capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

@@ -297,3 +297,32 @@ def test_sandbox_contains_a_hostile_class(tmp_path, monkeypatch):
         assert st.status in ("crashed", "timed out", "graded"), st
         assert st.score < 5, st  # the attack lost its own points, nothing else
     listener.close()
+
+
+def test_two_graders_share_one_postgres_gradebook(tmp_path, postgres_url):
+    root = two_chapter_course(tmp_path / "course")
+    expected = synthetic_class(root)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    # The instructor puts the assignment into the shared gradebook once, as with any nbgrader course.
+    gen = subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force",
+                          f"--CourseDirectory.db_url={postgres_url}"], cwd=root, env=env, capture_output=True, text=True)
+    assert gen.returncode == 0, gen.stdout[-3000:] + gen.stderr[-3000:]
+    extra = [] if sandbox_problem() is None else ["--no-sandbox"]
+    common = ["grade", "demo", "--db", postgres_url, "--workers", "1", "--cell-timeout", "5", "--memory-mb", "1024"]
+    a = subprocess.Popen([BIN / "jaxpath", *common, "--student", "correct", "partly", "stub", *extra], cwd=root,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    b = subprocess.Popen([BIN / "jaxpath", *common, "--student", "sneaky", "crashing", *extra], cwd=root,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out_a, out_b = a.communicate(timeout=600), b.communicate(timeout=600)
+    assert a.returncode == 0, out_a[0][-2000:]
+    assert b.returncode == 0, out_b[0][-2000:]
+    rows = StatusStore(postgres_url).all("demo")
+    got = {(r.student, r.notebook): r.score for r in rows}
+    for student in ("correct", "partly", "stub", "sneaky", "crashing"):
+        assert got[(student, "01_demo")] == expected[student][0]
+        assert got[(student, "02_later")] == expected[student][1]
+    assert len(rows) == 10
+    with Gradebook(postgres_url) as gb:
+        assert sorted(s.student_id for s in gb.assignment_submissions("demo")) == sorted(
+            ["correct", "partly", "stub", "sneaky", "crashing"])
+        assert gb.find_submission("demo", "correct").score == 10
