@@ -30,9 +30,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not chapters"
 
-# How long validating each chapter takes (one at a time, so the times are comparable).
+# Benchmarks (not tests): validation time per chapter (one at a time, so the times are comparable), then
+# one batch graded by `jaxpath grade` and by stock `nbgrader autograde`, side by side.
 bench: $(STAMP)
 	$(BIN)/jaxpath validate --jobs 1 --times
+	$(BIN)/python benchmarks/bench_grade.py
 
 release: $(STAMP)
 	$(BIN)/jaxpath release

@@ -147,7 +147,8 @@ def cmd_grade(args, config: Config) -> int:
         with progress:
             report = grade(config, args.part, students=args.student, notebooks=args.notebook, workers=args.workers,
                            scheduler=args.scheduler, db_url=args.db, force=args.force, sandbox=not args.no_sandbox,
-                           limits=limits, on_start=on_start, on_result=on_result)
+                           limits=limits, compile_cache=not args.no_compile_cache, on_start=on_start,
+                           on_result=on_result)
     except (SandboxUnavailable, GradeError) as e:
         console.print(f"[red]error:[/red] {e}")
         return 2
@@ -256,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
     p.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
     p.add_argument("--memory-mb", type=int, default=3072, help="memory per notebook, its files included")
+    p.add_argument("--no-compile-cache", action="store_true",
+                   help="do not warm a shared (read-only) JAX compilation cache with the reference solutions")
     p.set_defaults(func=cmd_grade)
 
     p = sub.add_parser("feedback", help="HTML feedback per student, hidden tests never shown")

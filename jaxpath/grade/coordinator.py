@@ -108,8 +108,9 @@ class _TrackingOverwriteCells:
 
 class Coordinator:
     def __init__(self, config: Config, part: str, *, db_url: str | None = None, sandbox: bool = True,
-                 limits: Limits = Limits(), force: bool = False):
+                 limits: Limits = Limits(), force: bool = False, jax_cache: Path | None = None):
         self.config, self.part, self.force, self.sandbox, self.limits = config, part, force, sandbox, limits
+        self.jax_cache = jax_cache
         if sandbox:
             why = sandbox_problem()
             if why:
@@ -274,7 +275,7 @@ class Coordinator:
         job.files = self._extra_files(pdir)
         job.task = {"id": f"{self.part}/{job.student}/{job.notebook}", "notebook": nbformat.writes(nb),
                     "files": job.files, "limits": asdict(self.limits), "sandbox": self.sandbox,
-                    "kernel_name": "python3"}
+                    "kernel_name": "python3", "jax_cache": str(self.jax_cache) if self.jax_cache else None}
 
     def _zero(self, job: Job) -> None:
         """A notebook that cannot run scores zero in every grade cell (as nbgrader does for a missing one)."""
@@ -305,6 +306,36 @@ class Coordinator:
 
     def _autograded_dir(self, job: Job) -> Path:
         return Path(self.coursedir.root) / self.coursedir.autograded_directory / job.student / self.part
+
+    # -- warm the compilation cache with the reference solutions -------------------------------------
+    def warm_cache(self, notebooks: set[str]) -> None:
+        """Run each source notebook once (trusted code, outside the sandbox) with the persistent
+        compilation cache on: the programs every submission shares (the chapter's own cells, the tests)
+        are then compiled once for the whole class instead of once per student."""
+        from ..execute import Session, kernel_env
+
+        self.jax_cache.mkdir(parents=True, exist_ok=True)
+        env = {**kernel_env(), "JAX_COMPILATION_CACHE_DIR": str(self.jax_cache),
+               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+        src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        for name in sorted(notebooks):
+            path = src / f"{name}.ipynb"
+            if not path.exists():
+                continue
+            marker = self.jax_cache / f".warmed-{name}-{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
+            if marker.exists():
+                continue
+            try:
+                nb = nbformat.read(path, as_version=4)
+                with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
+                    for i, cell in enumerate(nb.cells):
+                        if cell.cell_type == "code" and not s.dead:
+                            s.run(i)
+                marker.touch()
+            except Exception as e:  # a cold cache only costs time
+                log.warning("warming the compilation cache with %s failed: %s", path, e)
+        for p in [self.jax_cache, *self.jax_cache.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
 
     # -- record what a worker returned ----------------------------------------------------------------
     def record(self, job: Job, result: dict) -> Status:
@@ -339,13 +370,15 @@ class Coordinator:
 
 def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
-          sandbox: bool = True, limits: Limits = Limits(),
+          sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[Status], None] | None = None) -> GradeReport:
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results."""
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
-    coord = Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force)
+    # The warmed compilation cache is a folder on this machine: used with the local cluster only.
+    cache = config.build / "jax-cache" / part if compile_cache and not scheduler else None
+    coord = Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force, jax_cache=cache)
     report = GradeReport(part)
     todo, report.skipped = coord.plan(coord.submissions(students, notebooks))
     if on_start:
@@ -359,6 +392,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 on_result(job.status)
         else:
             runnable.append(job)
+    if runnable and cache is not None:
+        coord.warm_cache({job.notebook for job in runnable})
     if runnable:
         for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
             st = coord.record(job, result)

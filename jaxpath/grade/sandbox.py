@@ -156,7 +156,11 @@ def _parents(path: str) -> list[str]:
     return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits: Limits, env: dict[str, str]) -> list[str]:
+JAX_CACHE = "/jaxcache"
+
+
+def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits: Limits, env: dict[str, str],
+                  jax_cache: str | None = None) -> list[str]:
     cmd = ["bwrap", "--die-with-parent", "--new-session",
            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
            "--clearenv",
@@ -178,6 +182,10 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits: Limits, env: d
     for prefix in _python_prefixes():
         cmd += ["--ro-bind", prefix, prefix]
     cmd += ["--bind", str(sockdir), str(sockdir), "--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
+    if jax_cache:
+        # The compilation cache the coordinator warmed with the reference solutions: read-only, so no
+        # submission can plant a compiled program that another student's notebook would load.
+        cmd += ["--ro-bind", jax_cache, JAX_CACHE]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     cmd += ["--", "prlimit", f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_mb * 1024 * 1024}",
@@ -225,8 +233,12 @@ class Sandbox:
         km = sb.kernel_manager("python3")
     """
 
-    def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None):
-        self.files, self.limits, self.env = files, limits, env or {}
+    def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None,
+                 jax_cache: str | None = None):
+        self.files, self.limits, self.env = files, limits, dict(env or {})
+        self.jax_cache = jax_cache if jax_cache and os.path.isdir(jax_cache) else None
+        if self.jax_cache:
+            self.env.update(JAX_COMPILATION_CACHE_DIR=JAX_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 
     def __enter__(self) -> "Sandbox":
         self.slot = UidSlot()
@@ -254,7 +266,7 @@ class Sandbox:
     def kernel_manager(self, kernel_name: str) -> SandboxedKernelManager:
         km = SandboxedKernelManager(kernel_name=kernel_name, transport="ipc", ip=str(self.sockdir / "k"))
         km.connection_file = str(self.sockdir / "kernel.json")
-        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits, sandbox_env(self.env))
+        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits, sandbox_env(self.env), self.jax_cache)
         km.sandbox_prefix = ["sh", "-c", self.cgroup.enter_command() + '; exec "$@"', "jaxpath-sandbox", *inner]
         km.sandbox_uid = self.uid
         return km

@@ -65,7 +65,7 @@ def run_task(task: dict) -> dict:
                     return
 
     if task.get("sandbox", True):
-        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython"}) as sb:
+        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython"}, jax_cache=task.get("jax_cache")) as sb:
             km = sb.kernel_manager(task.get("kernel_name", "python3"))
             try:
                 with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
@@ -83,6 +83,8 @@ def run_task(task: dict) -> dict:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             env = kernel_env()
+            if task.get("jax_cache"):
+                env.update(JAX_COMPILATION_CACHE_DIR=task["jax_cache"], JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
             with Session(nb, d, timeout=limits.cell_timeout, env=env,
                          kernel_name=task.get("kernel_name", "python3")) as s:
                 execute(s)
