@@ -326,3 +326,40 @@ def test_two_graders_share_one_postgres_gradebook(tmp_path, postgres_url):
         assert sorted(s.student_id for s in gb.assignment_submissions("demo")) == sorted(
             ["correct", "partly", "stub", "sneaky", "crashing"])
         assert gb.find_submission("demo", "correct").score == 10
+
+
+def test_grades_nbgraders_own_example_course_like_nbgrader(tmp_path):
+    """Any nbgrader course works: the user-guide course that ships inside nbgrader (ps1, two students)."""
+    import nbgrader
+
+    guide = Path(nbgrader.__file__).parent / "docs" / "source" / "user_guide"
+    root = tmp_path / "example"
+    for d in ("source", "submitted"):
+        shutil.copytree(guide / d, root / d)
+    (root / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.course_id = 'example'\n")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "ps1", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    own_db = f"sqlite:///{root / 'nbgrader-own.db'}"
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "ps1", "--force", f"--CourseDirectory.db_url={own_db}"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    subprocess.run([BIN / "nbgrader", "autograde", "ps1", "--force", f"--CourseDirectory.db_url={own_db}",
+                    "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    cfg = Config.load(root)
+    report = grade(cfg, "ps1", workers=2, sandbox=sandbox_problem() is None, compile_cache=False)
+    by = {(s.student, s.notebook): s for s in report.results}
+    assert sorted((k, s.status) for k, s in by.items()) == [
+        (("bitdiddle", "problem1"), "tampered"), (("bitdiddle", "problem2"), "graded"),
+        (("hacker", "problem1"), "graded"), (("hacker", "problem2"), "graded")]
+    # bitdiddle commented out two test cells: graded with them restored, and said so
+    assert "correct_squares: source edited" in by[("bitdiddle", "problem1")].reason
+
+    def auto(db):
+        with Gradebook(db) as gb:
+            return {(s.student_id, nb.name, g.name): (g.auto_score, g.needs_manual_grade)
+                    for s in gb.assignment_submissions("ps1") for nb in s.notebooks for g in nb.grades}
+
+    ours, theirs = auto(cfg.db_url), auto(own_db)
+    assert ours == theirs and len(ours) > 10
+    assert (root / "autograded/hacker/ps1/jupyter.png").exists(), "the submission's other files come along"
