@@ -57,6 +57,7 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
     from nbgrader.api import Gradebook
     from nbgrader.coursedir import CourseDirectory
 
@@ -80,6 +81,7 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
         ax.hist([s for _, s, _ in totals], bins=min(20, max(5, len(totals))), color="#3b6ea5", edgecolor="white")
         ax.set_xlabel(f"score (of {totals[0][2]:g})")
         ax.set_ylabel("students")
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title(f"{part}: total score")
         figs.append(("Score distribution", _png(fig)))
     if cell_scores:
@@ -104,6 +106,7 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
         ax.hist(times, bins=min(20, max(5, len(times))), color="#a5673b", edgecolor="white")
         ax.set_xlabel("seconds to execute one notebook")
         ax.set_ylabel("notebooks")
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title("Time per notebook")
         figs.append(("Time per notebook", _png(fig)))
     e = html.escape
