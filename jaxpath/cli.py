@@ -214,6 +214,31 @@ def cmd_sample(args, config: Config) -> int:
     return 0
 
 
+def cmd_check(args, config: Config) -> int:
+    from .check import check
+
+    rc = 0
+    for path in args.notebooks:
+        try:
+            r = check(Path(path), timeout=args.timeout)
+        except ChapterError as e:
+            console.print(f"[red]✗[/red] {e}")
+            rc = 1
+            continue
+        console.print(f"[bold]{path}[/bold] ({r.seconds:.1f} s)")
+        for res in r.results:
+            mark = "[green]✓ passes[/green]" if res.passed else "[red]✗ fails[/red]"
+            console.print(f"  {mark}  {res.title or res.grade_id}  [dim]({res.grade_id}, {res.points:g} pt)[/dim]")
+            if not res.passed:
+                console.print(f"           {res.message}")
+        for err in r.errors:
+            console.print(f"  [yellow]note[/yellow] {err}")
+        passed = sum(x.passed for x in r.results)
+        console.print(f"  {passed}/{len(r.results)} self-checks pass")
+        rc |= 0 if r.ok else 1
+    return rc
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -285,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chapters", nargs="+", default=["basics/01_introduction", "basics/02_jit"])
     p.add_argument("--cell-timeout", type=int, default=20)
     p.set_defaults(func=cmd_sample)
+
+    p = sub.add_parser("check", help="run a notebook like nbgrader's Validate; exit 1 unless every self-check passes")
+    p.add_argument("notebooks", nargs="+")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    p.set_defaults(func=cmd_check)
 
     args = parser.parse_args(argv)
     try:
