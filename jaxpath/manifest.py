@@ -98,6 +98,11 @@ def load_manifest(config: Config) -> Manifest:
         for n in c.carries:
             if n not in numbers:
                 raise ManifestError(f"{path.name}: {c.id} carries track chapter {n}, which the track does not have")
+        for heading, ns in c.sections.items():
+            for n in ns:
+                if n not in c.carries:
+                    raise ManifestError(f"{path.name}: section {heading!r} of {c.id} carries track chapter {n}, "
+                                        f"which the chapter's `carries` does not list")
     return Manifest(course.get("title", config.course_id), parts, tuple(stages), chapters, track)
 
 

@@ -170,6 +170,12 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True) -> Chapt
     report.variants = sum(len(e.variants) for e in ch.exercises)
     report.problems += ch.problems
     report.problems += check_exercise_counts(ch, config.min_exercises, config.min_wrong, config.min_alternative)
+    entry = load_manifest(config).chapters.get(chapter_id)
+    titles = {sec.title for sec in ch.sections}
+    for heading in (entry.sections if entry else {}):
+        if heading not in titles:
+            report.problems.append(ch.problem(f"{config.manifest_file} maps the section {heading!r} to the track, "
+                                              "but the chapter has no heading with that text"))
     if execute:
         out = config.executed / f"{chapter_id}.ipynb"
         if out.exists():

@@ -58,3 +58,27 @@ def test_unknown_track_chapter(course):
     (course / "course.toml").write_text(text)
     with pytest.raises(ManifestError, match="carries track chapter 7"):
         load_manifest(Config.load(course))
+
+
+def test_section_mapping_is_checked(course):
+    from jaxpath.validate import validate_one
+
+    text = (course / "course.toml").read_text().replace(
+        'carries = [1]\n', 'carries = [1]\n\n[chapters."demo/01_demo".sections]\n"No such heading" = [1]\n', 1)
+    (course / "course.toml").write_text(text)
+    r = validate_one(Config.load(course), "demo/01_demo", execute=False)
+    assert any("maps the section 'No such heading' to the track" in str(p) for p in r.problems)
+    bad = text.replace('"No such heading" = [1]', '"No such heading" = [5]')
+    (course / "course.toml").write_text(bad)
+    with pytest.raises(ManifestError, match="does not list"):
+        load_manifest(Config.load(course))
+
+
+def test_real_sections_map_to_headings(real_config):
+    from jaxpath.validate import validate_one
+
+    m = load_manifest(real_config)
+    for c in m.written():
+        if c.sections:
+            r = validate_one(real_config, c.id, execute=False)
+            assert not [p for p in r.problems if "maps the section" in str(p)], c.id
