@@ -308,23 +308,26 @@ class Coordinator:
         return Path(self.coursedir.root) / self.coursedir.autograded_directory / job.student / self.part
 
     # -- warm the compilation cache with the reference solutions -------------------------------------
-    def warm_cache(self, notebooks: set[str]) -> None:
-        """Run each source notebook once (trusted code, outside the sandbox) with the persistent
-        compilation cache on: the programs every submission shares (the chapter's own cells, the tests)
-        are then compiled once for the whole class instead of once per student."""
+    def warm_cache(self, notebooks: set[str], workers: int = 1) -> None:
+        """Run each source notebook once (trusted code, outside the sandbox, several at a time) with the
+        persistent compilation cache on: the programs every submission shares (the chapter's own cells,
+        the tests) are then compiled once for the whole class instead of once per student."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from ..execute import Session, kernel_env
 
         self.jax_cache.mkdir(parents=True, exist_ok=True)
         env = {**kernel_env(), "JAX_COMPILATION_CACHE_DIR": str(self.jax_cache),
                "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
-        for name in sorted(notebooks):
+
+        def warm(name: str) -> None:
             path = src / f"{name}.ipynb"
             if not path.exists():
-                continue
+                return
             marker = self.jax_cache / f".warmed-{name}-{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
             if marker.exists():
-                continue
+                return
             try:
                 nb = nbformat.read(path, as_version=4)
                 with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
@@ -334,6 +337,9 @@ class Coordinator:
                 marker.touch()
             except Exception as e:  # a cold cache only costs time
                 log.warning("warming the compilation cache with %s failed: %s", path, e)
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            list(pool.map(warm, sorted(notebooks)))
         for p in [self.jax_cache, *self.jax_cache.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
 
@@ -393,7 +399,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
         else:
             runnable.append(job)
     if runnable and cache is not None:
-        coord.warm_cache({job.notebook for job in runnable})
+        coord.warm_cache({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
     if runnable:
         for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
             st = coord.record(job, result)
