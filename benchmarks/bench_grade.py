@@ -4,7 +4,7 @@ Prints the wall time of each, the ratio, each one's time per notebook above the 
 time, and checks that both gave identical scores cell by cell. A benchmark, not a test: these machines
 are noisy, so compare numbers from one run only.
 
-    .venv/bin/python benchmarks/bench_grade.py [--students 6] [--workers 2]
+    .venv/bin/python benchmarks/bench_grade.py [--students 12] [--workers 2]
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def own_time(path: Path) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--students", type=int, default=6)
+    ap.add_argument("--students", type=int, default=12)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
     config = Config.load(ROOT)
