@@ -239,6 +239,18 @@ def cmd_check(args, config: Config) -> int:
     return rc
 
 
+def cmd_collect(args, config: Config) -> int:
+    from .collect import collect
+
+    r = collect(Path(args.zip), args.part, Path(args.roster), config.root, source_dir=config.source_dir,
+                release_dir=config.release_dir)
+    students = sorted({s for s, _ in r.placed})
+    console.print(f"placed {len(r.placed)} file(s) for {len(students)} student(s) under submitted/*/{args.part}/")
+    for entry, why in r.unplaced:
+        console.print(f"[yellow]not placed[/yellow] {entry}: {why}")
+    return 1 if r.unplaced else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -315,6 +327,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("notebooks", nargs="+")
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("collect", help="put an LMS zip of submissions into submitted/, mapped by a roster")
+    p.add_argument("zip")
+    p.add_argument("part")
+    p.add_argument("--roster", required=True, help="CSV with columns student_id, lms_id (and optionally name)")
+    p.set_defaults(func=cmd_collect)
 
     args = parser.parse_args(argv)
     try:
