@@ -74,3 +74,19 @@ def test_committed_release_is_current_and_clean(real_config):
     assert r.problems == []
     assert r.stale == [], f"release/ is stale ({r.stale}): run `make release` and commit it"
     assert find_leaks(real_config, real_config.release) == []
+
+
+def test_failed_build_releases_nothing(course_config):
+    from jaxpath.build import build
+
+    first = build(course_config)
+    assert first.ok and (course_config.root / "LEARNING_PATH.md").exists()
+    before = (course_config.release / "demo/01_demo.ipynb").read_bytes()
+    path = course_config.source / "demo/01_demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[3].source = "print('changed, then broken')\nraise RuntimeError('boom')"
+    nbformat.write(nb, path)
+    second = build(course_config)
+    assert not second.ok and second.release is None
+    assert any("RuntimeError: boom" in str(p) for r in second.chapters for p in r.problems)
+    assert (course_config.release / "demo/01_demo.ipynb").read_bytes() == before
