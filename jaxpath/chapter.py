@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.nbgraderformat import MetadataValidator
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
 from .problems import ChapterError, Problem
@@ -194,7 +194,7 @@ def _check_cells(ch: Chapter) -> None:
         if "nbgrader" in cell.get("metadata", {}):
             try:
                 validator.validate_cell(copy.deepcopy(cell))
-            except (ValidationError, Exception) as e:
+            except Exception as e:  # nbgrader's ValidationError and jsonschema's
                 msg = str(e).strip().splitlines()[0]
                 ch.problems.append(ch.problem(f"malformed nbgrader metadata: {msg}", i))
                 continue

@@ -7,7 +7,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nbformat
 
 from .chapter import HEADING, INTENDED_ERROR, is_test, nbgrader_meta, read_notebook, tags
 from .execute import Session

@@ -6,8 +6,30 @@ folder names) and `course.toml` (the manifest). Defaults live here, in one place
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+def nbgrader_config(root: Path, db_url: str | None = None):
+    """The course's nbgrader configuration (its nbgrader_config.py), rooted at `root`."""
+    from traitlets.config import Config as TConfig
+    from traitlets.config.loader import PyFileConfigLoader
+
+    cfg = TConfig()
+    if (Path(root) / "nbgrader_config.py").exists():
+        cfg.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
+    cfg.CourseDirectory.root = str(root)
+    if db_url:
+        cfg.CourseDirectory.db_url = db_url
+    return cfg
+
+
+def ensure_venv_on_path() -> None:
+    """nbgrader runs a bare `alembic` when it creates a gradebook: this Python's bin must be on PATH."""
+    bindir = str(Path(sys.executable).parent)
+    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
 @dataclass(frozen=True)
@@ -60,12 +82,8 @@ class Config:
         """Read the course directory at `root` (default: the current directory)."""
         root = Path(root or os.getcwd()).resolve()
         values: dict = {}
-        cfg_file = root / "nbgrader_config.py"
-        if cfg_file.exists():
-            from traitlets.config.loader import PyFileConfigLoader
-
-            nbcfg = PyFileConfigLoader(cfg_file.name, path=str(root)).load_config()
-            cd = nbcfg.get("CourseDirectory", {})
+        if (root / "nbgrader_config.py").exists():
+            cd = nbgrader_config(root).get("CourseDirectory", {})
             for key, attr in [("course_id", "course_id"), ("source_directory", "source_dir"),
                               ("release_directory", "release_dir"), ("db_url", "db_url")]:
                 if key in cd:

@@ -7,8 +7,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config
-from .grade.coordinator import nbgrader_config
+from .config import Config, nbgrader_config
 from .grade.record import StatusStore, write_atomic
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",

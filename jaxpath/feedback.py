@@ -6,7 +6,6 @@ loses its hidden tests: their source is cut out, and an error raised inside them
 """
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +13,7 @@ from pathlib import Path
 import nbformat
 
 from .chapter import visible_source
-from .config import Config
-from .grade.coordinator import nbgrader_config
+from .config import Config, nbgrader_config
 from .grade.record import write_atomic
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

@@ -6,12 +6,11 @@ import filecmp
 import json
 import os
 import shutil
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config
+from .config import Config, ensure_venv_on_path, nbgrader_config
 from .manifest import Manifest, load_manifest
 from .problems import Problem
 
@@ -32,21 +31,6 @@ class ReleaseReport:
         return not self.problems and not self.stale
 
 
-def _nbgrader_config(config: Config, stage: Path):
-    from traitlets.config import Config as TConfig
-    from traitlets.config.loader import PyFileConfigLoader
-
-    cfg = TConfig()
-    if (config.root / "nbgrader_config.py").exists():
-        cfg.merge(PyFileConfigLoader("nbgrader_config.py", path=str(config.root)).load_config())
-    cfg.CourseDirectory.root = str(stage)
-    cfg.CourseDirectory.source_directory = config.source_dir
-    cfg.CourseDirectory.release_directory = config.release_dir
-    # A throw-away gradebook: a failed or checking build must not touch the course's gradebook.
-    cfg.CourseDirectory.db_url = f"sqlite:///{stage / 'gradebook.db'}"
-    return cfg
-
-
 def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
     from nbgrader.apps import NbGraderAPI
 
@@ -57,11 +41,14 @@ def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
         if (config.source / part).is_dir():
             shutil.copytree(config.source / part, stage / config.source_dir / part,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    # nbgrader runs a bare `alembic` when it creates a gradebook: the venv's bin must be on PATH.
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    api = NbGraderAPI(config=_nbgrader_config(config, stage))
+    ensure_venv_on_path()
+    # The course's configuration, rooted in the scratch course, with a throw-away gradebook: a failed or
+    # checking build must not touch the course's gradebook.
+    nbcfg = nbgrader_config(config.root, f"sqlite:///{stage / 'gradebook.db'}")
+    nbcfg.CourseDirectory.root = str(stage)
+    nbcfg.CourseDirectory.source_directory = config.source_dir
+    nbcfg.CourseDirectory.release_directory = config.release_dir
+    api = NbGraderAPI(config=nbcfg)
     problems = []
     for part in manifest.parts:
         if not (stage / config.source_dir / part).is_dir():

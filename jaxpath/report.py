@@ -12,8 +12,7 @@ from pathlib import Path
 
 import nbformat
 
-from .config import Config
-from .grade.coordinator import nbgrader_config
+from .config import Config, nbgrader_config
 from .grade.record import StatusStore, write_atomic
 
 

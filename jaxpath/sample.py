@@ -61,7 +61,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     """A scratch course at `dest` holding `chapters` and six synthetic students."""
     from nbgrader.apps import NbGraderAPI
 
-    from .grade.coordinator import _ensure_path, nbgrader_config
+    from .config import ensure_venv_on_path, nbgrader_config
 
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
@@ -75,7 +75,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     for cid in chapters:
         shutil.copy(config.source / f"{cid}.ipynb", dest / "source" / f"{cid}.ipynb")
     (dest / "gradebook").mkdir()
-    _ensure_path()
+    ensure_venv_on_path()
     result = NbGraderAPI(config=nbgrader_config(dest)).generate_assignment(part, force=True, create=True)
     if not result.get("success"):
         raise RuntimeError(f"nbgrader generate_assignment failed: {result.get('error')}")

@@ -7,7 +7,6 @@ import hashlib
 import json
 import logging
 import os
-import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -16,11 +15,11 @@ from typing import Callable, Iterable
 
 import nbformat
 
-from ..config import Config
+from ..config import Config, ensure_venv_on_path, nbgrader_config
 from . import record
 from .record import FINAL, Status, StatusStore
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .worker import CRASHED, GRADED, TIMED_OUT, run_task
+from .worker import CRASHED, GRADED, run_task
 
 GRADER_VERSION = "jaxpath-grade-1"
 INVALID, TAMPERED, MISSING = "invalid notebook", "tampered", "missing"
@@ -57,25 +56,6 @@ class GradeReport:
         for s in self.results:
             out[s.status] = out.get(s.status, 0) + 1
         return out
-
-
-def nbgrader_config(root: Path, db_url: str | None = None):
-    from traitlets.config import Config as TConfig
-    from traitlets.config.loader import PyFileConfigLoader
-
-    cfg = TConfig()
-    if (root / "nbgrader_config.py").exists():
-        cfg.merge(PyFileConfigLoader("nbgrader_config.py", path=str(root)).load_config())
-    cfg.CourseDirectory.root = str(root)
-    if db_url:
-        cfg.CourseDirectory.db_url = db_url
-    return cfg
-
-
-def _ensure_path() -> None:
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
 
 
 class _TrackingOverwriteCells:
@@ -116,7 +96,7 @@ class Coordinator:
             if why:
                 raise SandboxUnavailable(f"cannot isolate student code: {why}. Pass --no-sandbox to grade without "
                                          "isolation (student code then runs as you, with the course in reach).")
-        _ensure_path()
+        ensure_venv_on_path()
         self.nbcfg = nbgrader_config(config.root, db_url)
         from nbgrader.coursedir import CourseDirectory
 

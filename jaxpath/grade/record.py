@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,7 +97,3 @@ def copy_files(files: dict[str, bytes], dest: Path) -> None:
         target = (dest / rel).resolve()
         if dest.resolve() in target.parents:
             write_atomic(target, data)
-
-
-def clear_dir(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

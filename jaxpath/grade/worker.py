@@ -9,13 +9,12 @@ from __future__ import annotations
 import socket
 import tempfile
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
 from ..execute import Session, kernel_env
-from .sandbox import Limits, Sandbox, sandbox_env
+from .sandbox import Limits, Sandbox
 
 GRADED, TIMED_OUT, CRASHED = "graded", "timed out", "crashed"
 
