@@ -13,7 +13,9 @@ c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
 # The default SQLite gradebook lives in gradebook/ (git-ignored but for its README).
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(_root, "gradebook", "gradebook.db")
-# Course-local exchange by default; on a JupyterHub set it to the shared one (/usr/local/share/nbgrader/exchange).
-c.Exchange.root = os.path.join(_root, "exchange")
+# The exchange (release_assignment, fetch_assignment, submit, collect, release_feedback, fetch_feedback):
+# course-local by default (exchange/, made by the first `nbgrader release_assignment`). On a JupyterHub set
+# JAXPATH_EXCHANGE to the shared, world-writable one, e.g. JAXPATH_EXCHANGE=/srv/nbgrader/exchange.
+c.Exchange.root = os.environ.get("JAXPATH_EXCHANGE") or os.path.join(_root, "exchange")
 # Executing a chapter imports JAX and compiles: allow more than nbgrader's default 30 s per cell.
 c.Execute.timeout = 120

@@ -122,6 +122,24 @@ def cmd_build(args, config: Config) -> int:
     return 0 if r.ok else 1
 
 
+def cmd_site(args, config: Config) -> int:
+    from .site import build_site
+
+    with console.status("building the course site…") as status:
+        r = build_site(config, out=args.out, jobs=args.jobs, on_step=lambda s: status.update(f"site: {s}…"))
+    for w in r.warnings:
+        console.print(f"[red]✗[/red] sphinx: {w}", soft_wrap=True)
+    for p in r.problems:
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    console.print(f"{r.pages} page(s), {len(r.chapters)} chapter(s) in {r.seconds:.1f} s (generate "
+                  f"{r.generate_seconds:.1f} s, sphinx {r.sphinx_seconds:.1f} s, checks {r.check_seconds:.1f} s)")
+    if not r.ok:
+        console.print(f"site build failed: {len(r.warnings)} warning(s), {len(r.problems)} problem(s)")
+        return 1
+    console.print(f"open {r.index} (no server needed), or: python -m http.server -d {r.out}")
+    return 0
+
+
 def cmd_grade(args, config: Config) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -172,8 +190,13 @@ def cmd_feedback(args, config: Config) -> int:
     from .feedback import feedback
 
     r = feedback(config, args.part, students=args.student, db_url=args.db)
-    console.print(f"wrote {len(r.written)} feedback page(s) under feedback/*/{args.part}/ (hidden tests removed)")
-    return 0
+    console.print(f"wrote {len(r.written)} feedback page(s) under feedback/*/{args.part}/ (hidden tests removed), "
+                  f"ready for `nbgrader release_feedback {args.part}`")
+    for note in r.notes:
+        console.print(f"[yellow]note[/yellow] {note}", soft_wrap=True)
+    for p in r.problems:
+        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
+    return 1 if r.problems else 0
 
 
 def cmd_export(args, config: Config) -> int:
@@ -240,12 +263,19 @@ def cmd_check(args, config: Config) -> int:
 
 
 def cmd_collect(args, config: Config) -> int:
-    from .collect import collect
+    from .collect import CollectError, collect
 
-    r = collect(Path(args.zip), args.part, Path(args.roster), config.root, source_dir=config.source_dir,
-                release_dir=config.release_dir)
+    try:
+        r = collect(Path(args.zip), args.part, Path(args.roster), config.root, source_dir=config.source_dir,
+                    release_dir=config.release_dir)
+    except CollectError as e:
+        console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+        return 2
     students = sorted({s for s, _ in r.placed})
     console.print(f"placed {len(r.placed)} file(s) for {len(students)} student(s) under submitted/*/{args.part}/")
+    for d in r.duplicates:
+        console.print(f"[yellow]{len(d.dropped) + 1} files[/yellow] for {d.student}/{args.part}/{d.file}: kept "
+                      f"{d.kept} (the newest), not placed {', '.join(d.dropped)}")
     for entry, why in r.unplaced:
         console.print(f"[yellow]not placed[/yellow] {entry}: {why}")
     return 1 if r.unplaced else 0
@@ -279,6 +309,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="validate, release, appendix and path")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs())
     p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("site", help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
+    p.add_argument("--out", type=Path, default=None, help="the site folder (default: build/site/)")
+    p.add_argument("-j", "--jobs", type=int, default=_default_jobs(), help="Sphinx processes")
+    p.set_defaults(func=cmd_site)
 
     p = sub.add_parser("grade", help="autograde submissions in parallel, isolated, resumable (Dask workers)")
     p.add_argument("part", help="the assignment (nbgrader assignment id), e.g. basics")

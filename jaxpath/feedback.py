@@ -3,10 +3,22 @@
 nbgrader's own feedback template and GetGrades preprocessor render it. Before that, every test cell
 loses its hidden tests: their source is cut out, and an error raised inside them is shown as
 "a hidden test failed" with its message only, never with the traceback that would print their lines.
+
+The folder it writes, `feedback/<student>/<part>/`, is what `nbgrader generate_feedback` would write and
+what `nbgrader release_feedback` reads: one `<notebook>.html` per graded notebook, and the other files of
+the autograded submission beside them (nbgrader's ignore globs apply), among them `timestamp.txt` and
+`submission_secret.txt`. `release_feedback` names each released page after a hash of that secret, which
+`fetch_feedback` recomputes from the student's own copy of the secret (kept by `nbgrader submit`).
+A submission that did not come through the exchange (an LMS zip, a hand-placed folder) has no secret, and
+`release_feedback` would stop with a traceback on it: such a folder gets a fresh random secret (its page
+is then released under a name nobody can fetch: hand it out through the LMS), and one without
+`timestamp.txt` gets the submission's time from the gradebook. Both are listed in the report's notes.
 """
 from __future__ import annotations
 
 import re
+import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +36,11 @@ HIDDEN_NOTE = "# (hidden tests ran here; their source is not shown)"
 @dataclass
 class FeedbackReport:
     written: list[Path] = field(default_factory=list)
+    """The HTML pages written."""
+    copied: list[Path] = field(default_factory=list)
+    """The other files of the autograded submissions, copied beside the pages."""
+    notes: list[str] = field(default_factory=list)
+    """Folders that needed a file nbgrader's release_feedback reads (a secret, a timestamp) made for them."""
     problems: list[str] = field(default_factory=list)
 
 
@@ -111,4 +128,41 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
         write_atomic(out, html.encode("utf-8"))
         report.written.append(out)
+    for folder in sorted({p.parent for p in report.written}):
+        _release_files(coursedir, auto / folder.parent.name / part, folder, part, report)
     return report
+
+
+def _release_files(coursedir, src: Path, dest: Path, part: str, report: FeedbackReport) -> None:
+    """Beside the pages: the autograded submission's other files, as `nbgrader generate_feedback` copies them
+    (its ignore globs, notebooks left out), so that `nbgrader release_feedback` finds what it reads."""
+    from nbgrader.utils import find_all_files
+
+    for f in sorted(find_all_files(str(src), list(coursedir.ignore) + ["*.ipynb"])):
+        target = dest / Path(f).relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        report.copied.append(target)
+    student = dest.parent.name
+    where = f"{coursedir.feedback_directory}/{student}/{part}"
+    if not (dest / "submission_secret.txt").exists():
+        write_atomic(dest / "submission_secret.txt", secrets.token_hex(64).encode())
+        report.notes.append(f"{where}: the submission did not come through the exchange (no submission_secret.txt); "
+                            "a fresh secret lets `nbgrader release_feedback` run, but the student cannot fetch "
+                            "this page: hand it out another way")
+    if not (dest / "timestamp.txt").exists():
+        stamp = _gradebook_timestamp(coursedir, part, student)
+        write_atomic(dest / "timestamp.txt", stamp.encode())
+        report.notes.append(f"{where}: no timestamp.txt in the autograded submission; wrote "
+                            f"{stamp or 'an empty one'} (from the gradebook)")
+
+
+def _gradebook_timestamp(coursedir, part: str, student: str) -> str:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    try:
+        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+            ts = gb.find_submission(part, student).timestamp
+    except MissingEntry:
+        return ""
+    return ts.strftime("%Y-%m-%d %H:%M:%S.%f UTC") if ts else ""
