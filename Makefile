@@ -4,9 +4,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all build sample install test test-fast bench release path clean
-# `make`: set up, build the course, then grade a small synthetic class so you see the grader at work.
-all: build sample
+.PHONY: all build site sample install test test-fast bench release path clean
+# `make`: set up, build the course and its site, then grade a small synthetic class so you see the grader at work.
+all: build site sample
 
 $(STAMP): requirements.txt pyproject.toml
 	@py=$$(sh scripts/find-python.sh) || exit 1; \
@@ -19,6 +19,10 @@ install: $(STAMP)
 
 build: $(STAMP)
 	$(BIN)/jaxpath build --jobs $(JOBS)
+
+# The course site (build/site/index.html) from the executed chapters that `build` wrote.
+site: $(STAMP)
+	$(BIN)/jaxpath site --jobs $(JOBS)
 
 sample: $(STAMP)
 	$(BIN)/jaxpath sample
