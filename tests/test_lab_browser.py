@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import expect
 
 from jaxpath import Config
 from jaxpath.grade import Limits, grade, sandbox_problem
@@ -143,16 +144,12 @@ def code_cell(page, *texts):
     loc = page.locator(".jp-Notebook .jp-CodeCell")
     for t in texts:
         loc = loc.filter(has_text=t)
-    from playwright.sync_api import expect
-
     expect(loc).to_have_count(1)
     return loc
 
 
 def set_source(page, cell, source: str) -> None:
     """Click into the cell's CodeMirror editor, select everything, type the new source."""
-    from playwright.sync_api import expect
-
     editor = cell.locator(".cm-content")
     editor.click()
     page.keyboard.press("Control+A")
@@ -163,8 +160,6 @@ def set_source(page, cell, source: str) -> None:
 
 def run_cell(page, cell) -> None:
     """Run one cell (Ctrl+Enter in it) and wait until its prompt shows a new execution count."""
-    from playwright.sync_api import expect
-
     prompt = cell.locator(".jp-InputPrompt")
     before = prompt.inner_text().strip()
     cell.locator(".cm-content").click()
@@ -174,8 +169,6 @@ def run_cell(page, cell) -> None:
 
 
 def test_student_self_check_then_validate(tmp_path, start_lab, page, shoot):
-    from playwright.sync_api import expect
-
     ins = instructor_course(tmp_path)
     release(ins)
     ada = Student("ada", tmp_path / "home-ada", ins.exchange).setup()
@@ -227,8 +220,6 @@ def test_student_self_check_then_validate(tmp_path, start_lab, page, shoot):
 # -- the instructor -----------------------------------------------------------------------------------------
 
 def test_formgrader_lists_the_assignment_and_graded_submissions(tmp_path, start_lab, page, shoot):
-    from playwright.sync_api import expect
-
     ins = instructor_course(tmp_path)
     release(ins)
     root = ins.root
