@@ -587,6 +587,7 @@ html_static_path = ["_static"]
 html_css_files = ["jaxpath.css"]
 html_js_files = ["jaxpath-progress.js"]
 html_copy_source = False
+html_favicon = "_static/favicon.svg"  # otherwise browsers ask for /favicon.ico, which is not there
 html_show_sourcelink = False
 html_last_updated_fmt = None
 html_context = {{"default_mode": "auto"}}  # an empty mode makes the theme log a console error
@@ -671,6 +672,10 @@ def site_pages(out: Path) -> list[Path]:
     return sorted(p for p in out.rglob("*.html") if "_static" not in p.relative_to(out).parts)
 
 
+_BLOCK_TAGS = {"p", "div", "pre", "li", "ul", "ol", "tr", "td", "th", "table", "br", "section", "blockquote",
+               "h1", "h2", "h3", "h4", "h5", "h6", "dt", "dd", "details", "summary"}
+
+
 class _Links(HTMLParser):
     def __init__(self):
         super().__init__(convert_charrefs=True)
@@ -691,10 +696,14 @@ class _Links(HTMLParser):
                 self.refs.append((tag, attr, d[attr]))
         if tag in ("script", "style"):
             self._skip += 1
+        if tag in _BLOCK_TAGS:  # block boundaries end a line of text, as a reader sees the page
+            self.text.append("\n")
 
     def handle_endtag(self, tag):
         if tag in ("script", "style") and self._skip:
             self._skip -= 1
+        if tag in _BLOCK_TAGS:
+            self.text.append("\n")
 
     def handle_data(self, data):
         if not self._skip:
@@ -803,7 +812,8 @@ def check_leaks(config: Config, out: Path, chapter_pages: list[str], solution_pa
 
     secrets, hidden = _secret_kinds(config)
     problems = []
-    for docs, forbidden, what in ((chapter_pages, secrets, "chapter page"), (solution_pages, hidden, "solutions page")):
+    on_chapters = {**{l: f"{o} (a solution or variant)" for l, o in secrets.items()}, **hidden}
+    for docs, forbidden, what in ((chapter_pages, on_chapters, "chapter page"), (solution_pages, hidden, "solutions page")):
         for doc in docs:
             path = out / f"{doc}.html"
             if not path.exists():
