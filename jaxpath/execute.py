@@ -40,6 +40,9 @@ __jaxpath_stamp(); del __jaxpath_stamp
 """
 
 
+HIDDEN_ERROR = "HiddenError"
+
+
 @dataclass
 class CellOutcome:
     ok: bool
@@ -49,6 +52,8 @@ class CellOutcome:
     timed_out: bool = False
     dead: bool = False
     seconds: float = 0.0
+    reply: str = ""
+    """The status of the kernel's execute reply ("ok", "error", "aborted"), when one came."""
 
     @property
     def summary(self) -> str:
@@ -70,6 +75,35 @@ def kernel_env() -> dict:
     return env
 
 
+MAX_CELL_OUTPUT = 2 * 2**20
+"""Bytes of output one cell keeps (stream text and displays); an error output is always kept."""
+
+
+class _CappedClient(NotebookClient):
+    """nbclient, keeping at most MAX_CELL_OUTPUT bytes of output per cell: a cell that prints without
+    end costs its time limit, not the grader's memory."""
+
+    max_cell_output = MAX_CELL_OUTPUT
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] != "error":
+            used = getattr(self, "_jaxpath_used", {})
+            self._jaxpath_used = used
+            size = len(json.dumps(msg.get("content", {})))
+            if used.get(cell_index, 0) + size > self.max_cell_output:
+                if used.get(cell_index, 0) <= self.max_cell_output:
+                    used[cell_index] = self.max_cell_output + 1
+                    note = nbformat.v4.new_output("stream", name="stderr", text=(
+                        f"\n[jaxpath: output past {self.max_cell_output // 2**20} MB was dropped]\n"))
+                    outs.append(note)
+                return None
+            used[cell_index] = used.get(cell_index, 0) + size
+        return super().output(outs, msg, display_id, cell_index)
+
+    def reset_output_count(self, cell_index: int) -> None:
+        getattr(self, "_jaxpath_used", {}).pop(cell_index, None)
+
+
 class Session:
     """A kernel running one notebook cell by cell.
 
@@ -88,7 +122,7 @@ class Session:
         self._sockdir = tempfile.mkdtemp(prefix="jaxpath-kernel-")
         self.km = km or AsyncKernelManager(kernel_name=kernel_name, transport="ipc",
                                            ip=os.path.join(self._sockdir, "k"))
-        self.client = NotebookClient(
+        self.client = _CappedClient(
             nb, km=self.km, timeout=timeout, startup_timeout=startup_timeout, kernel_name=kernel_name,
             allow_errors=True, record_timing=False,
             # On a timeout nbclient interrupts the kernel and returns this error at once. (Raising instead
@@ -153,18 +187,27 @@ class Session:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 return CellOutcome(False, out.get("ename", ""), out.get("evalue", ""),
-                                   "\n".join(out.get("traceback", [])), seconds=dt)
-        return CellOutcome(True, seconds=dt)
+                                   "\n".join(out.get("traceback", [])), seconds=dt, reply=self._reply_status or "")
+        if self._reply_status not in ("ok", None):
+            # The kernel says the cell raised, yet no error was displayed: something hid it (a replaced
+            # traceback display, a custom exception handler). It failed all the same, and shows why.
+            why = "the cell raised an exception, but no error was displayed (the notebook hides its errors)"
+            cell.outputs.append(nbformat.v4.new_output("error", ename=HIDDEN_ERROR, evalue=why,
+                                                       traceback=[f"{HIDDEN_ERROR}: {why}"]))
+            return CellOutcome(False, HIDDEN_ERROR, why, seconds=dt, reply=self._reply_status)
+        return CellOutcome(True, seconds=dt, reply=self._reply_status or "")
 
     def run(self, index: int) -> CellOutcome:
         cell = self.nb.cells[index]
         cell.outputs = []
+        self.client.reset_output_count(index)
         return self._execute(cell, index)
 
     def run_code(self, source: str) -> tuple[CellOutcome, list]:
         # nbclient writes the executed cell back into nb.cells[index]: give it a slot of its own.
         cell = nbformat.v4.new_code_cell(source)
         self.nb.cells.append(cell)
+        self.client.reset_output_count(len(self.nb.cells) - 1)
         try:
             outcome = self._execute(cell, len(self.nb.cells) - 1)
         finally:

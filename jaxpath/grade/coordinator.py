@@ -7,6 +7,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -16,7 +17,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from ..config import Config, ensure_venv_on_path, nbgrader_config
-from . import record
+from . import integrity, record
 from .record import FINAL, Status, StatusStore
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .worker import CRASHED, GRADED, run_task
@@ -287,41 +288,74 @@ class Coordinator:
     def _autograded_dir(self, job: Job) -> Path:
         return Path(self.coursedir.root) / self.coursedir.autograded_directory / job.student / self.part
 
-    # -- warm the compilation cache with the reference solutions -------------------------------------
-    def warm_cache(self, notebooks: set[str], workers: int = 1) -> None:
-        """Run each source notebook once (trusted code, outside the sandbox, several at a time) with the
-        persistent compilation cache on: the programs every submission shares (the chapter's own cells,
-        the tests) are then compiled once for the whole class instead of once per student."""
+    # -- the reference run: calibrate the integrity checks, warm the compilation cache ----------------
+    def references(self, notebooks: set[str], workers: int = 1) -> dict[str, integrity.Reference]:
+        """Run each source notebook once (trusted code, outside the sandbox, several at a time).
+
+        It records, per test cell, the fingerprints of the names the test reads (what a submission's
+        names must match) and which watched things the course's own code changes (never evidence of
+        tampering). With the compilation cache on, the same run compiles the programs every submission
+        shares (the chapter's own cells, the tests) once for the whole class instead of once per student.
+        Results are kept in build/grading/ and reused while the source notebook is unchanged."""
         from concurrent.futures import ThreadPoolExecutor
 
+        from ..chapter import is_answer
         from ..execute import Session, kernel_env
 
-        self.jax_cache.mkdir(parents=True, exist_ok=True)
-        env = {**kernel_env(), "JAX_COMPILATION_CACHE_DIR": str(self.jax_cache),
-               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+        env = kernel_env()
+        if self.jax_cache:
+            self.jax_cache.mkdir(parents=True, exist_ok=True)
+            env.update(JAX_COMPILATION_CACHE_DIR=str(self.jax_cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        store = self.config.build / "grading" / self.part
+        refs: dict[str, integrity.Reference] = {}
 
-        def warm(name: str) -> None:
+        def run(name: str) -> None:
             path = src / f"{name}.ipynb"
             if not path.exists():
                 return
-            marker = self.jax_cache / f".warmed-{name}-{hashlib.sha256(path.read_bytes()).hexdigest()[:16]}"
-            if marker.exists():
+            key = hashlib.sha256(GRADER_VERSION.encode() + path.read_bytes() + sys.version.encode()).hexdigest()[:16]
+            saved = store / f"{name}-{key}.json"
+            marker = self.jax_cache / f".warmed-{name}-{key}" if self.jax_cache else None
+            if saved.exists() and (marker is None or marker.exists()):
+                refs[name] = integrity.Reference.from_json(saved.read_text())
                 return
+            ref = integrity.Reference()
             try:
                 nb = nbformat.read(path, as_version=4)
+                answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
+                ignore: set[str] = set()
                 with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
+                    s.run_code(integrity.prelude_code())
                     for i, cell in enumerate(nb.cells):
-                        if cell.cell_type == "code" and not s.dead:
-                            s.run(i)
-                marker.touch()
-            except Exception as e:  # a cold cache only costs time
-                log.warning("warming the compilation cache with %s failed: %s", path, e)
+                        if cell.cell_type != "code" or s.dead:
+                            continue
+                        s.run(i)
+                        meta = cell.metadata.get("nbgrader", {})
+                        if meta.get("grade") and not meta.get("solution"):
+                            nonce = integrity.new_token()
+                            names = integrity.relied_on(cell.source, answers)
+                            _, outputs = s.run_code(integrity.probe_code(nonce, names))
+                            data = integrity.parse_probe(outputs, nonce) or {}
+                            ref.names[meta["grade_id"]] = data.get("names", {})
+                            ignore.update(data.get("changed", []))
+                ref.ignore = sorted(ignore)
+                if ref.ignore:
+                    log.info("%s/%s changes %d watched things itself: %s", self.part, name, len(ref.ignore),
+                             ", ".join(ref.ignore[:10]))
+                record.write_atomic(saved, ref.to_json().encode())
+                if marker is not None:
+                    marker.touch()
+            except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
+                log.warning("the reference run of %s failed: %s", path, e)
+            refs[name] = ref
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            list(pool.map(warm, sorted(notebooks)))
-        for p in [self.jax_cache, *self.jax_cache.rglob("*")]:
-            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+            list(pool.map(run, sorted(notebooks)))
+        if self.jax_cache:
+            for p in [self.jax_cache, *self.jax_cache.rglob("*")]:
+                os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        return refs
 
     # -- record what a worker returned ----------------------------------------------------------------
     def record(self, job: Job, result: dict) -> Status:
@@ -340,6 +374,12 @@ class Coordinator:
             record.write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
         record.write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
         status, reason = result["status"], result["reason"]
+        if result.get("tampering"):
+            found = "; ".join(result["tampering"][:3]) + (f" (+{len(result['tampering']) - 3} more)"
+                                                          if len(result["tampering"]) > 3 else "")
+            reason = (reason + "; " if reason else "") + "flagged for review: " + found
+            if status == GRADED:
+                status = TAMPERED
         if status == GRADED and job.changes:
             status = TAMPERED
             reason = "graded with nbgrader's originals restored: " + "; ".join(sorted(set(job.changes)))
@@ -378,8 +418,11 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 on_result(job.status)
         else:
             runnable.append(job)
-    if runnable and cache is not None:
-        coord.warm_cache({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
+    if runnable:
+        refs = coord.references({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
+        for job in runnable:
+            ref = refs.get(job.notebook, integrity.Reference())
+            job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore}
     if runnable:
         for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
             st = coord.record(job, result)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import nbformat
 
-from ..execute import Session, kernel_env
+from ..execute import HIDDEN_ERROR, Session, kernel_env
+from . import integrity
 from .sandbox import Limits, Sandbox
 
 GRADED, TIMED_OUT, CRASHED = "graded", "timed out", "crashed"
@@ -38,15 +39,19 @@ def run_task(task: dict) -> dict:
     for i in code_cells:
         nb.cells[i].outputs, nb.cells[i].execution_count = [], None
 
+    guard = _Guard(nb, task["integrity"]) if task.get("integrity") else None
+
     def execute(session: Session) -> None:
         nonlocal status, reason
+        if guard:
+            guard.start(session)
         for n, i in enumerate(code_cells):
             if time.perf_counter() - t0 > limits.notebook_timeout:
                 status, reason = TIMED_OUT, f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
                 _mark_rest(nb, code_cells[n:], "not run: the notebook ran out of time")
                 session.kill()
                 return
-            out = session.run(i)
+            out = guard.run_test(session, i) if guard and i in guard.tests else session.run(i)
             if out.error_name == "Aborted":
                 nb.cells[i].outputs.append(_error_output("NotRun", "the kernel aborted this cell without running it"))
             if out.dead:
@@ -88,7 +93,77 @@ def run_task(task: dict) -> dict:
                          kernel_name=task.get("kernel_name", "python3")) as s:
                 execute(s)
     return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
-            "seconds": time.perf_counter() - t0, "worker": socket.gethostname()}
+            "seconds": time.perf_counter() - t0, "worker": socket.gethostname(),
+            "tampering": guard.evidence if guard else []}
+
+
+class _Guard:
+    """The grader's side of jaxpath.grade.integrity: a prelude before any student code, each test cell run
+    with an end token, and a probe after each test that passed. A pass the evidence does not back is
+    turned into a failure with an error output that says why, and the evidence is reported."""
+
+    def __init__(self, nb, spec: dict):
+        self.nb = nb
+        self.names = spec.get("names", {})
+        self.ignore = spec.get("ignore", [])
+        self.tests = {i: c.metadata["nbgrader"]["grade_id"] for i, c in enumerate(nb.cells)
+                      if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+                      and not c.metadata.get("nbgrader", {}).get("solution")}
+        self.evidence: list[str] = []
+        self.digest = None
+        self.broken = ""
+
+    def start(self, session: Session) -> None:
+        out, outputs = session.run_code(integrity.prelude_code())
+        self.digest = integrity.parse_prelude(outputs)
+        if self.digest is None:  # before any student code: a fault of the grader's, not the student's
+            self.broken = f"the integrity prelude failed ({out.summary or 'no answer'})"
+
+    def _fail(self, cell, ename: str, why: str, i: int) -> None:
+        cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=why, traceback=[f"{ename}: {why}"]))
+        self.evidence.append(f"cell {i + 1} ({self.tests[i]}): {why}")
+
+    def run_test(self, session: Session, i: int):
+        cell = self.nb.cells[i]
+        token = integrity.new_token()
+        source = cell.source
+        cell.source = source + integrity.trailer(token)
+        try:
+            out = session.run(i)
+        finally:
+            cell.source = source
+        ended = integrity.take_end_token(cell, token)
+        if out.error_name == HIDDEN_ERROR:
+            self.evidence.append(f"cell {i + 1} ({self.tests[i]}): it raised, but no error was displayed")
+            return out
+        if not out.ok or self.broken:
+            return out
+        if not ended:
+            self._fail(cell, "NotCounted", "the test reported success without running to its end as written", i)
+            return out
+        gid = self.tests[i]
+        expect = self.names.get(gid, {})
+        nonce = integrity.new_token()
+        probe, outputs = session.run_code(integrity.probe_code(nonce, expect, self.ignore))
+        data = integrity.parse_probe(outputs, nonce) if probe.ok else None
+        if data is None:
+            why = f"the grader's integrity probe got no answer after this test ({probe.summary or 'no output'})"
+            self._fail(cell, "NotCounted", why + "; the pass is not counted", i)
+            return out
+        problems = []
+        if data.get("digest") != self.digest:
+            problems.append("the grader's record of the test machinery was altered")
+        if data.get("changed"):
+            shown = sorted(set(data["changed"]))
+            problems.append("changed: " + ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else ""))
+        renamed = [n for n, fp in sorted(expect.items()) if data.get("names", {}).get(n) != fp]
+        if renamed:
+            problems.append("names this test relies on are rebound: " + ", ".join(
+                f"{n} is {data.get('names', {}).get(n, '?')}, expected {expect[n]}" for n in renamed[:4]))
+        if problems:
+            self._fail(cell, "NotCounted", "the pass is not counted, the test machinery was tampered with: "
+                       + "; ".join(problems), i)
+        return out
 
 
 def _mark_rest(nb, indices, why: str) -> None:
