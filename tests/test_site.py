@@ -483,3 +483,22 @@ def test_browser_chapter_page_shows_executed_output_and_its_stamp(page, site_ser
     assert page.locator(".jp-stamp").count() == 1 and "Reference solution" in page.locator("main").inner_text()
     _save_screenshot(page, tmp_path, request, "3-solutions")
     assert page.errors == []
+
+
+def test_headings_get_unique_labels_and_code_fences_are_not_headings():
+    from jaxpath.site import _label_headings
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# 01 · Title\n\n> thesis"),
+        nbformat.v4.new_markdown_cell("## Exercises\nSome text\n### Same\n```python\n# not a heading\n```"),
+        nbformat.v4.new_code_cell("# a comment, not a heading"),
+        nbformat.v4.new_markdown_cell("### Same\nagain"),
+    ]
+    labels = _label_headings(nb, "basics/01_x")
+    assert set(labels) == {"01 · Title", "Exercises", "Same"}
+    assert labels["Same"] == "basics-01-x-same"  # the first heading of a text keeps the plain label
+    assert "(basics-01-x-same-2)=\n### Same" in nb.cells[3].source
+    assert "Some text\n\n(basics-01-x-same)=\n### Same" in nb.cells[1].source
+    assert "# not a heading" in nb.cells[1].source and "not-a-heading" not in nb.cells[1].source
+    assert nb.cells[2].source == "# a comment, not a heading"
