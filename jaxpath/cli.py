@@ -140,24 +140,6 @@ def cmd_site(args, config: Config) -> int:
     return 0
 
 
-def cmd_site(args, config: Config) -> int:
-    from .site import build_site
-
-    with console.status("building the course site…") as status:
-        r = build_site(config, out=args.out, jobs=args.jobs, on_step=lambda s: status.update(f"site: {s}…"))
-    for w in r.warnings:
-        console.print(f"[red]✗[/red] sphinx: {w}", soft_wrap=True)
-    for p in r.problems:
-        console.print(f"[red]✗[/red] {p}", soft_wrap=True)
-    console.print(f"{r.pages} page(s), {len(r.chapters)} chapter(s) in {r.seconds:.1f} s (generate "
-                  f"{r.generate_seconds:.1f} s, sphinx {r.sphinx_seconds:.1f} s, checks {r.check_seconds:.1f} s)")
-    if not r.ok:
-        console.print(f"site build failed: {len(r.warnings)} warning(s), {len(r.problems)} problem(s)")
-        return 1
-    console.print(f"open {r.index} (no server needed), or: python -m http.server -d {r.out}")
-    return 0
-
-
 def cmd_grade(args, config: Config) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
@@ -327,11 +309,6 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("build", help="validate, release, appendix and path")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs())
     p.set_defaults(func=cmd_build)
-
-    p = sub.add_parser("site", help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
-    p.add_argument("--out", type=Path, default=None, help="the site folder (default: build/site/)")
-    p.add_argument("-j", "--jobs", type=int, default=_default_jobs(), help="Sphinx processes")
-    p.set_defaults(func=cmd_site)
 
     p = sub.add_parser("site", help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
     p.add_argument("--out", type=Path, default=None, help="the site folder (default: build/site/)")
