@@ -156,7 +156,10 @@ def cmd_grade(args, config: Config) -> int:
             console.print(f"{skipped} notebook(s) unchanged since they were graded: skipped (--force regrades them)")
         task = progress.add_task(args.part, total=n)
 
+    recorded = []
+
     def on_result(st):
+        recorded.append(st)
         progress.advance(task)
         if st.status != "graded":
             progress.console.print(f"[yellow]{st.status}[/yellow] {st.student}/{args.part}/{st.notebook}.ipynb: {st.reason}")
@@ -166,10 +169,16 @@ def cmd_grade(args, config: Config) -> int:
             report = grade(config, args.part, students=args.student, notebooks=args.notebook, workers=args.workers,
                            scheduler=args.scheduler, db_url=args.db, force=args.force, sandbox=not args.no_sandbox,
                            limits=limits, compile_cache=not args.no_compile_cache, on_start=on_start,
-                           on_result=on_result)
+                           on_result=on_result, lock_timeout=args.lock_timeout)
     except (SandboxUnavailable, GradeError) as e:
         console.print(f"[red]error:[/red] {e}")
         return 2
+    except KeyboardInterrupt:
+        # The Dask cluster and every kernel were stopped on the way out (finally blocks); what was recorded
+        # stays, each notebook whole, and a rerun skips it.
+        console.print(f"[yellow]interrupted[/yellow]: {len(recorded)} notebook(s) were recorded before the "
+                      f"interrupt; run `jaxpath grade {args.part}` again to grade the rest (recorded ones are skipped)")
+        return 130
     rows = report.results + report.skipped
     table = Table(title=f"{args.part}: {len(report.results)} graded now, {len(report.skipped)} unchanged "
                         f"({report.seconds:.1f} s)")
@@ -329,6 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cell-timeout", type=int, default=120, help="seconds per cell")
     p.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook")
     p.add_argument("--memory-mb", type=int, default=3072, help="memory per notebook, its files included")
+    p.add_argument("--lock-timeout", type=float, default=120.0,
+                   help="seconds to wait while another process holds the gradebook locked, then stop with an error")
     p.add_argument("--no-compile-cache", action="store_true",
                    help="do not warm a shared (read-only) JAX compilation cache with the reference solutions")
     p.set_defaults(func=cmd_grade)

@@ -214,6 +214,40 @@ class Session:
             self.nb.cells.pop()
         return outcome, cell.get("outputs", [])
 
+    def evaluate(self, code: str, expression: str, timeout: float | None = None) -> tuple[bool, str | None]:
+        """Run `code` silently (no history, no outputs kept) and return the text/plain repr of `expression`,
+        both carried by the kernel's execute reply on the shell channel, so nothing depends on when printed
+        output arrives. (False, None) when the kernel does not answer in time or the code raised."""
+        if self.dead:
+            return False, None
+        kc = self.client.kc
+        limit = timeout if timeout is not None else self.client.timeout
+
+        async def ask():
+            msg_id = kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression})
+            deadline = time.monotonic() + limit
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                try:
+                    msg = await kc.get_shell_msg(timeout=left)
+                except Exception:
+                    return None
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    return msg
+
+        try:
+            reply = run_sync(ask)()
+        except Exception:
+            return False, None
+        if reply is None:
+            return False, None
+        content = reply.get("content", {})
+        value = content.get("user_expressions", {}).get("r", {})
+        text = value.get("data", {}).get("text/plain") if value.get("status") == "ok" else None
+        return content.get("status") == "ok", text
+
     def responsive(self, seconds: float = 10.0) -> bool:
         """After a timeout: interrupt the kernel and see whether it answers again within `seconds`."""
         if self.dead:

@@ -91,6 +91,58 @@ def hide_hidden_tests(cell) -> None:
     cell.source = visible + "\n" + HIDDEN_NOTE
 
 
+REDACTED = "[jaxpath: a line of a hidden test was removed here]"
+MIN_SECRET = 12
+"""Hidden-test lines shorter than this (a bare `)` or `else:`) are not secrets."""
+
+
+def secret_lines(nb) -> set[str]:
+    """The hidden-test lines of a notebook's test cells that appear nowhere in what the student sees."""
+    secret, visible = set(), set()
+    for cell in nb.cells:
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            secret |= {t for t in _hidden_lines(cell.source)[1] if len(t) >= MIN_SECRET and "HIDDEN TESTS" not in t}
+            visible |= {l.strip() for l in visible_source(cell.source).split("\n")}
+        else:
+            visible |= {l.strip() for l in cell.source.split("\n")}
+    return secret - visible
+
+
+def _redact_text(text: str, secret: set[str]) -> str:
+    if not any(s in text for s in secret):
+        return text
+    return "\n".join(REDACTED if any(s in line for s in secret) else line for line in text.split("\n"))
+
+
+def redact_outputs(cell, secret: set[str]) -> None:
+    """Whatever a cell printed, displayed or raised: lines that quote a hidden test are removed. (A student's
+    code can read the tests that ran before it, from IPython's history or its caller's frame, and print them.)"""
+    if not secret:
+        return
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            out["text"] = _redact_text(out["text"], secret)
+        for mime, value in list(out.get("data", {}).items()):
+            if isinstance(value, str) and mime.startswith(("text/", "application/javascript", "image/svg")):
+                out["data"][mime] = _redact_text(value, secret)
+            elif isinstance(value, (dict, list)):
+                import json
+
+                if any(s in json.dumps(value) for s in secret):
+                    out["data"][mime] = REDACTED
+        if out.get("output_type") == "error":
+            out["evalue"] = _redact_text(out.get("evalue", ""), secret)
+            out["traceback"] = [_redact_text(ANSI.sub("", t), secret) for t in out.get("traceback", [])]
+
+
+def page_leaks(page: str, secret: set[str]) -> list[str]:
+    """Secret lines that still appear in a rendered page's text (tags removed, entities decoded)."""
+    import html as html_lib
+
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", page))
+    return sorted(s for s in secret if s in text)
+
+
 def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
     from nbconvert.exporters import HTMLExporter
     from nbgrader.coursedir import CourseDirectory
@@ -121,11 +173,19 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                                   "db_url": coursedir.db_url, "course_id": coursedir.course_id},
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
+        secret = secret_lines(nb)
         for cell in nb.cells:
             if cell.cell_type == "code":
                 hide_hidden_tests(cell)
+                redact_outputs(cell, secret)
         html, _ = exporter.from_notebook_node(nb, resources=resources)
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
+        leaks = page_leaks(html, secret)
+        if leaks:  # the student's own cells quote hidden tests: a person decides what to hand back
+            report.problems.append(f"{nb_path}: not written, the page would show {len(leaks)} hidden-test line(s), "
+                                   f"e.g. {leaks[0][:80]!r} (in the student's own cells): review it by hand")
+            out.unlink(missing_ok=True)
+            continue
         write_atomic(out, html.encode("utf-8"))
         report.written.append(out)
     for folder in sorted({p.parent for p in report.written}):

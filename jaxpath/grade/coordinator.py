@@ -42,6 +42,8 @@ class Job:
     status: Status | None = None
     """Set when the notebook is settled without running (missing, invalid)."""
     changes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Worth telling the grader, not tampering (a duplicated grade cell)."""
     files: dict[str, bytes] = field(default_factory=dict)
 
 
@@ -85,6 +87,16 @@ class _TrackingOverwriteCells:
                 super().report_change(name, attr, old, new)
 
         return Tracking(**kw)
+
+
+class _DropEmptyMetadata:
+    """After nbgrader's DeduplicateIds: the copies it emptied (`nbgrader: {}`) become plain cells."""
+
+    def preprocess(self, nb, resources):
+        for c in nb.cells:
+            if "nbgrader" in c.get("metadata", {}) and not c.metadata["nbgrader"]:
+                del c.metadata["nbgrader"]
+        return nb, resources
 
 
 class Coordinator:
@@ -237,8 +249,16 @@ class Coordinator:
             return
         resources = self._resources(job)
         submitted_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+        seen: dict[str, int] = {}
+        for c in nb.cells:
+            gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid:
+                seen[gid] = seen.get(gid, 0) + 1
+        for gid, n in sorted(seen.items()):
+            if n > 1:  # a copied cell (JupyterLab copies metadata): nbgrader keeps the last one
+                job.notes.append(f"{gid} appears {n} times; the last copy was graded, the others ran as plain cells")
         try:
-            for pp in (ClearOutput(config=self.nbcfg), DeduplicateIds(config=self.nbcfg),
+            for pp in (ClearOutput(config=self.nbcfg), DeduplicateIds(config=self.nbcfg), _DropEmptyMetadata(),
                        OverwriteKernelspec(config=self.nbcfg),
                        _TrackingOverwriteCells(job.changes, config=self.nbcfg, add_missing_cells=True),
                        CheckCellMetadata(config=self.nbcfg)):
@@ -326,7 +346,7 @@ class Coordinator:
                 answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
                 ignore: set[str] = set()
                 with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
-                    s.run_code(integrity.prelude_code())
+                    s.evaluate(integrity.prelude_code(), integrity.RESULT)
                     for i, cell in enumerate(nb.cells):
                         if cell.cell_type != "code" or s.dead:
                             continue
@@ -335,8 +355,8 @@ class Coordinator:
                         if meta.get("grade") and not meta.get("solution"):
                             nonce = integrity.new_token()
                             names = integrity.relied_on(cell.source, answers)
-                            _, outputs = s.run_code(integrity.probe_code(nonce, names))
-                            data = integrity.parse_probe(outputs, nonce) or {}
+                            ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
+                            data = (integrity.parse_result(text) if ok else None) or {}
                             ref.names[meta["grade_id"]] = data.get("names", {})
                             ignore.update(data.get("changed", []))
                 ref.ignore = sorted(ignore)
@@ -385,6 +405,8 @@ class Coordinator:
             reason = "graded with nbgrader's originals restored: " + "; ".join(sorted(set(job.changes)))
         elif job.changes:
             reason += "; also restored: " + "; ".join(sorted(set(job.changes)))
+        if job.notes:
+            reason = (reason + "; " if reason else "") + "; ".join(job.notes)
         st = self._status(job, status, reason, *self._scores(job), seconds=result.get("seconds"))
         self.store.put(st)
         return st
@@ -394,26 +416,66 @@ class Coordinator:
         return job.status
 
 
+def _gradebook_call(fn, *args, lock_timeout: float, what: str):
+    """Call fn(*args), waiting while another process holds the gradebook locked (SQLite) and turning a
+    full disk into one clear sentence. Nothing half-written is left: each write is atomic."""
+    import sqlalchemy.exc
+
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.5
+    while True:
+        try:
+            return fn(*args)
+        except sqlalchemy.exc.OperationalError as e:
+            text = str(e.orig if getattr(e, "orig", None) is not None else e)
+            if "locked" in text or "busy" in text:
+                if time.monotonic() < deadline:
+                    log.warning("the gradebook is locked (%s): waiting", what)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+                    continue
+                raise GradeError(f"the gradebook is locked by another process; waited {lock_timeout:g} s while "
+                                 f"{what} ({text.strip()}). Nothing recorded is lost: stop the other process and "
+                                 "run the same command again") from e
+            if "full" in text:
+                raise GradeError(f"the disk is full: the gradebook could not be written while {what} ({text.strip()}). "
+                                 "Nothing recorded is lost: free space and run the same command again") from e
+            raise
+        except OSError as e:
+            import errno
+
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise GradeError(f"the disk is full ({e.filename or 'a file'}: {e.strerror}) while {what}. Nothing "
+                                 "recorded is lost and no file is half-written: free space and run the same command "
+                                 "again") from e
+            raise
+
+
 def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
           sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True,
           on_start: Callable[[int, int], None] | None = None,
-          on_result: Callable[[Status], None] | None = None) -> GradeReport:
+          on_result: Callable[[Status], None] | None = None, lock_timeout: float = 120.0) -> GradeReport:
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results."""
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
     # The warmed compilation cache is a folder on this machine: used with the local cluster only.
     cache = config.build / "jax-cache" / part if compile_cache and not scheduler else None
-    coord = Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force, jax_cache=cache)
+    def call(fn, *args, what):
+        return _gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
+
+    coord = call(lambda: Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force,
+                                     jax_cache=cache), what="opening the gradebook")
     report = GradeReport(part)
-    todo, report.skipped = coord.plan(coord.submissions(students, notebooks))
+    todo, report.skipped = call(lambda: coord.plan(coord.submissions(students, notebooks)),
+                                what="reading what was graded before")
     if on_start:
         on_start(len(todo), len(report.skipped))
     runnable = []
     for job in todo:
-        coord.prepare(job)
+        call(coord.prepare, job, what=f"preparing {job.student}/{part}/{job.notebook}.ipynb")
         if job.status is not None:
-            report.results.append(coord.settle(job))
+            report.results.append(call(coord.settle, job, what=f"recording {job.student}/{part}/{job.notebook}.ipynb"))
             if on_result:
                 on_result(job.status)
         else:
@@ -425,7 +487,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
             job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore}
     if runnable:
         for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
-            st = coord.record(job, result)
+            st = call(coord.record, job, result, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
             report.results.append(st)
             if on_result:
                 on_result(st)

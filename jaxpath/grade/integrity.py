@@ -83,7 +83,7 @@ def _fp(o, _depth=0):
 
 _PRELUDE = r'''
 def __jaxpath_prelude(roots, imports, mark):
-    import sys, types, importlib, inspect, threading, builtins
+    import sys, types, importlib, inspect, threading, builtins, json
     for m in imports:
         try:
             importlib.import_module(m)
@@ -154,7 +154,8 @@ def __jaxpath_prelude(roots, imports, mark):
     state.baseline = {k: f() for k, f in values.items()}
     state.digest = hash(tuple(id(r[3]) for r in refs)) ^ len(refs)
     sys.modules["_jaxpath_integrity"] = state
-    print(mark, "prelude", len(refs), state.digest)
+    state.ended = None
+    state.result = json.dumps({"prelude": len(refs), "digest": state.digest})
 __jaxpath_prelude(__ROOTS__, __IMPORTS__, __MARK__); del __jaxpath_prelude
 '''
 
@@ -216,11 +217,15 @@ def __jaxpath_probe(mark, nonce, names, ignore):
     for n in names:
         v = ns[n] if n in ns else vars(builtins).get(n, "\x00undefined")
         out["names"][n] = "undefined" if isinstance(v, str) and v == "\x00undefined" else _fp(v)
-    print(mark, json.dumps(out))
+    if st is not None:
+        out["ended"], st.ended = st.ended, None
+        st.result = json.dumps(out)
 __jaxpath_probe(__MARK__, __NONCE__, __NAMES__, set(__IGNORE__)); del __jaxpath_probe, _fp
 '''
 
-END_MARK = "#jaxpath-end:"
+RESULT = "__import__('sys').modules['_jaxpath_integrity'].result"
+"""The user expression that brings the prelude's and the probe's results back in the kernel's execute
+reply (the shell channel), not through printed output, which a loaded kernel may deliver late."""
 
 
 def prelude_code(imports=IMPORTS, roots=WATCH_ROOTS) -> str:
@@ -234,52 +239,22 @@ def probe_code(nonce: str, names=(), ignore=()) -> str:
 
 
 def trailer(token: str) -> str:
-    """The line added to the end of a test cell: it prints `token` when the cell got there."""
-    return f"\nprint({END_MARK!r}, {token!r})"
+    """The line added to the end of a test cell: it leaves `token` where the next probe reads it."""
+    return f"\n__import__('sys').modules['_jaxpath_integrity'].ended = {token!r}"
 
 
 def new_token() -> str:
     return secrets.token_hex(12)
 
 
-def _stream_text(outputs) -> str:
-    return "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
-
-
-def parse_prelude(outputs) -> int | None:
-    for line in _stream_text(outputs).splitlines():
-        if line.startswith(MARK + " prelude "):
-            return int(line.split()[-1])
-    return None
-
-
-def parse_probe(outputs, nonce: str) -> dict | None:
-    for line in _stream_text(outputs).splitlines():
-        if line.startswith(MARK + " {"):
-            try:
-                data = json.loads(line[len(MARK) + 1:])
-            except ValueError:
-                return None
-            return data if data.get("nonce") == nonce else None
-    return None
-
-
-def take_end_token(cell, token: str) -> bool:
-    """Remove the trailer's line from the cell's outputs; True when it printed `token`."""
-    seen, want = False, f"{END_MARK} {token}"
-    for out in cell.get("outputs", []):
-        if out.get("output_type") != "stream":
-            continue
-        lines = out.get("text", "").splitlines(keepends=True)
-        kept = []
-        for line in lines:
-            if line.startswith(END_MARK):
-                seen = seen or line.strip() == want
-                continue
-            kept.append(line)
-        out["text"] = "".join(kept)
-    cell["outputs"] = [o for o in cell.get("outputs", []) if o.get("output_type") != "stream" or o.get("text")]
-    return seen
+def parse_result(text: str | None) -> dict | None:
+    """The JSON the prelude or a probe left in the kernel, from the execute reply's text/plain repr."""
+    if not text:
+        return None
+    try:
+        return json.loads(ast.literal_eval(text))
+    except (ValueError, SyntaxError, TypeError):
+        return None
 
 
 # -- which names a test reads ---------------------------------------------------------------------------

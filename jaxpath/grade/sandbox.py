@@ -110,6 +110,13 @@ class Cgroup:
         return "; ".join(f"echo $$ > {p / 'cgroup.procs'}" for p in self.paths)
 
     def oom_killed(self) -> bool:
+        try:  # the kernel's OOM killer counts its kills here; failcnt stays 0 on some kernels
+            control = dict(line.split() for line in (self.paths[0] / "memory.oom_control").read_text().splitlines()
+                           if len(line.split()) == 2)
+            if int(control.get("oom_kill", 0)) > 0:
+                return True
+        except (OSError, ValueError):
+            pass
         try:
             return int((self.paths[0] / "memory.failcnt").read_text()) > 0
         except (OSError, ValueError):

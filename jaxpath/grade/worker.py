@@ -114,10 +114,11 @@ class _Guard:
         self.broken = ""
 
     def start(self, session: Session) -> None:
-        out, outputs = session.run_code(integrity.prelude_code())
-        self.digest = integrity.parse_prelude(outputs)
+        ok, text = session.evaluate(integrity.prelude_code(), integrity.RESULT)
+        data = integrity.parse_result(text) if ok else None
+        self.digest = data.get("digest") if data else None
         if self.digest is None:  # before any student code: a fault of the grader's, not the student's
-            self.broken = f"the integrity prelude failed ({out.summary or 'no answer'})"
+            self.broken = "the integrity prelude failed"
 
     def _fail(self, cell, ename: str, why: str, i: int) -> None:
         cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=why, traceback=[f"{ename}: {why}"]))
@@ -127,28 +128,34 @@ class _Guard:
         cell = self.nb.cells[i]
         token = integrity.new_token()
         source = cell.source
-        cell.source = source + integrity.trailer(token)
+        if not self.broken:
+            cell.source = source + integrity.trailer(token)
         try:
             out = session.run(i)
         finally:
             cell.source = source
-        ended = integrity.take_end_token(cell, token)
         if out.error_name == HIDDEN_ERROR:
             self.evidence.append(f"cell {i + 1} ({self.tests[i]}): it raised, but no error was displayed")
+        if self.broken or out.dead or out.timed_out or session.dead:
             return out
-        if not out.ok or self.broken:
-            return out
-        if not ended:
-            self._fail(cell, "NotCounted", "the test reported success without running to its end as written", i)
-            return out
+        # Probe after every test, passed or not: tampering is flagged for review even when it did not pay.
+        passed = out.ok
         gid = self.tests[i]
         expect = self.names.get(gid, {})
         nonce = integrity.new_token()
-        probe, outputs = session.run_code(integrity.probe_code(nonce, expect, self.ignore))
-        data = integrity.parse_probe(outputs, nonce) if probe.ok else None
+        ok, text = session.evaluate(integrity.probe_code(nonce, expect, self.ignore), integrity.RESULT)
+        data = integrity.parse_result(text) if ok else None
+        if data is not None and data.get("nonce") != nonce:
+            data = None
+        if data is not None and passed and data.get("ended") != token:
+            self._fail(cell, "NotCounted", "the test reported success without running to its end as written", i)
+            return out
         if data is None:
-            why = f"the grader's integrity probe got no answer after this test ({probe.summary or 'no output'})"
-            self._fail(cell, "NotCounted", why + "; the pass is not counted", i)
+            why = "the grader's integrity probe got no answer after this test"
+            if passed:
+                self._fail(cell, "NotCounted", why + "; the pass is not counted", i)
+            else:
+                self.evidence.append(f"cell {i + 1} ({gid}): {why}")
             return out
         problems = []
         if data.get("digest") != self.digest:
@@ -160,9 +167,12 @@ class _Guard:
         if renamed:
             problems.append("names this test relies on are rebound: " + ", ".join(
                 f"{n} is {data.get('names', {}).get(n, '?')}, expected {expect[n]}" for n in renamed[:4]))
-        if problems:
+        if problems and passed:
             self._fail(cell, "NotCounted", "the pass is not counted, the test machinery was tampered with: "
                        + "; ".join(problems), i)
+        elif problems:
+            self.evidence.append(f"cell {i + 1} ({gid}): failed, and the test machinery was tampered with: "
+                                 + "; ".join(problems))
         return out
 
 

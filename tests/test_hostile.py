@@ -1,0 +1,203 @@
+"""The hostile and broken submission corpus (tests/hostile_corpus.py), graded in one batch on a released
+chapter of the course: every case gets the right status and a clear reason, tampering never pays, the
+course folder does not change, nothing hidden reaches the student; and the faults of the grader's own
+world (a full disk, a locked gradebook, Ctrl-C)."""
+import errno
+import hashlib
+import html
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from jaxpath import Config
+from jaxpath.chapter import is_answer, solution_source
+from jaxpath.config import ensure_venv_on_path, nbgrader_config
+from jaxpath.feedback import feedback
+from jaxpath.grade import GradeError, Limits, grade, sandbox_problem
+from jaxpath.grade.record import StatusStore
+from jaxpath.sample import submit
+
+import hostile_corpus
+
+pytestmark = [pytest.mark.slow, pytest.mark.grade]
+ROOT = Path(__file__).resolve().parents[1]
+LIMITS = Limits(cell_timeout=15, notebook_timeout=300, memory_mb=2048)
+SANDBOX = sandbox_problem() is None
+
+
+def scratch_course(dest: Path, chapter: str = hostile_corpus.CHAPTER) -> Path:
+    """A course holding one real chapter of this one, released by nbgrader as an instructor does."""
+    from nbgrader.apps import NbGraderAPI
+
+    part, stem = chapter.split("/")
+    dest.mkdir(parents=True)
+    for name in ("nbgrader_config.py", "course.toml"):
+        shutil.copy(ROOT / name, dest / name)
+    (dest / "source" / part).mkdir(parents=True)
+    shutil.copy(ROOT / "source" / f"{chapter}.ipynb", dest / "source" / part)
+    (dest / "gradebook").mkdir()
+    ensure_venv_on_path()
+    result = NbGraderAPI(config=nbgrader_config(dest)).generate_assignment(part, force=True, create=True)
+    assert result.get("success"), result.get("error")
+    return dest
+
+
+def tree_hash(root: Path, skip=("autograded", "gradebook", "build", "feedback")) -> dict[str, str]:
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root)
+        if rel.parts[0] in skip or not p.is_file():
+            continue
+        out[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def hidden_lines(source_nb, released_nb) -> set[str]:
+    """Lines of hidden tests that appear nowhere in the released notebook (what a student must never see)."""
+    lines, inside = set(), False
+    for c in source_nb.cells:
+        for line in c.source.split("\n"):
+            if "BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) >= 12:
+                lines.add(line.strip())
+    return lines - {line.strip() for c in released_nb.cells for line in c.source.split("\n")}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = scratch_course(tmp_path_factory.mktemp("hostile") / "course")
+    src = nbformat.read(root / "source" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
+    rel = nbformat.read(root / "release" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
+    correct = {c.metadata.nbgrader["grade_id"]: solution_source(c.source) for c in src.cells if is_answer(c)}
+    cases = hostile_corpus.build(rel, correct, str(root))
+    for case in cases:
+        path = submit(root, case.student, hostile_corpus.PART, case.name, case.notebook, raw=case.raw,
+                      timestamp=case.timestamp)
+        for rel_name, data in case.files.items():
+            target = path.parent / rel_name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        if case.student == "b_two_submissions":
+            shutil.copy(path, path.parent / f"{hostile_corpus.STEM}-2.ipynb")
+    before = tree_hash(root)
+    os.environ["JAXPATH_TEST_SECRET"] = "hunter2"
+    try:
+        t0 = time.perf_counter()
+        report = grade(Config.load(root), hostile_corpus.PART, workers=2, limits=LIMITS, sandbox=SANDBOX)
+        seconds = time.perf_counter() - t0
+    finally:
+        os.environ.pop("JAXPATH_TEST_SECRET", None)
+    after = tree_hash(root)
+    fb = feedback(Config.load(root), hostile_corpus.PART)
+    statuses = {(s.student, s.notebook): s for s in report.results}
+    print(f"\ncorpus: {len(cases)} cases, {len(report.results)} notebooks graded in {seconds:.1f} s")
+    for (student, nb), st in sorted(statuses.items()):
+        print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score}  {st.reason[:150]}")
+    return root, (src, rel), cases, statuses, before, after, fb
+
+
+def _score(statuses, student):
+    st = statuses[(student, hostile_corpus.STEM)]
+    return st.score or 0.0
+
+
+def test_the_batch_completes_with_a_status_and_reason_for_every_case(corpus):
+    root, src, cases, statuses, *_ = corpus
+    for case in cases:
+        st = statuses.get((case.student, case.name if case.name == hostile_corpus.STEM else hostile_corpus.STEM))
+        assert st is not None, f"{case.student}: no status recorded"
+        where = f"{case.student} ({case.what}): {st.status}, {st.score}, {st.reason!r}"
+        assert st.status in case.statuses, where
+        if st.status != "graded":
+            assert st.reason.strip(), f"{where}: a status other than graded needs a reason"
+        for word in case.reason:
+            assert word.lower() in st.reason.lower(), f"{where}: the reason should mention {word!r}"
+        for name, (allowed, words) in case.others.items():
+            other = statuses[(case.student, name)]
+            assert other.status in allowed, (case.student, name, other)
+            for word in words:
+                assert word in other.reason, (case.student, name, other.reason)
+
+
+def test_scores_are_bounded(corpus):
+    root, src, cases, statuses, *_ = corpus
+    correct, wrong = _score(statuses, "ref_correct"), _score(statuses, "ref_wrong")
+    assert correct == statuses[("ref_correct", hostile_corpus.STEM)].max_score > wrong > 0
+    for case in cases:
+        got = _score(statuses, case.student)
+        where = f"{case.student} ({case.what}): {got} (correct {correct}, wrong {wrong})"
+        rule = case.score
+        assert {"==correct": got == correct, "<=wrong": got <= wrong, "==wrong": got == wrong, "==0": got == 0,
+                "<correct": got < correct, "<=correct": got <= correct}[rule], where
+
+
+def test_tampering_never_pays_and_is_flagged(corpus):
+    root, src, cases, statuses, *_ = corpus
+    wrong = _score(statuses, "ref_wrong")
+    tampering = [c for c in cases if c.kind == "tampering"]
+    assert len(tampering) >= 9
+    for case in tampering:
+        st = statuses[(case.student, hostile_corpus.STEM)]
+        assert (st.score or 0) <= wrong, f"{case.student} ({case.what}) scored {st.score} > {wrong}"
+    unflagged = [c.student for c in tampering if statuses[(c.student, hostile_corpus.STEM)].status != "tampered"]
+    assert not unflagged, f"not flagged for review: {unflagged}"
+    # Without the grader's defence these attacks pass tests nbgrader would count: each shows a test whose
+    # pass was not counted or whose hidden error was caught. (The lying isinstance breaks JAX itself, so
+    # every test fails on its own; it is flagged all the same.)
+    caught = set()
+    for case in tampering:
+        nb = nbformat.read(root / f"autograded/{case.student}/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb",
+                           as_version=4)
+        names = {o.get("ename") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])}
+        if names & {"NotCounted", "HiddenError"}:
+            caught.add(case.student)
+    assert {c.student for c in tampering} - caught <= {"t_patch_builtins"}, caught
+
+
+def test_nothing_outside_the_sandbox_changes(corpus):
+    root, src, cases, statuses, before, after, fb = corpus
+    assert before == after, "the course folder (source, release, submitted, config) changed during grading"
+    for p in (root / "PWNED", Path("/usr/PWNED"), Path("/etc/PWNED")):
+        assert not p.exists(), p
+    if SANDBOX:
+        nb = nbformat.read(root / f"autograded/h_reach_out/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb", as_version=4)
+        probe = next(c for c in nb.cells if "found = []" in c.source)
+        errors = [o for o in probe.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors, [e.get("evalue") for e in errors]
+
+
+def test_nothing_hidden_reaches_the_student(corpus):
+    root, src, cases, statuses, before, after, fb = corpus
+    secret = hidden_lines(*src)
+    assert len(secret) > 20
+    pages = list((root / "feedback").rglob("*.html"))
+    assert len(pages) >= len({c.student for c in cases}) - 8
+    for page in pages:
+        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+        leaked = [line for line in secret if line in text]
+        assert not leaked, f"{page}: {leaked[:3]}"
+    leak = root / f"feedback/h_leak_hidden_tests/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
+    assert "LEAK&gt;" in leak.read_text() or "LEAK>" in leak.read_text(), "the leaking output itself is shown, redacted"
+    # Reference solutions: a student who did not write them never sees them (the stub's page, for one).
+    solutions = {line.strip() for c in src[0].cells if is_answer(c) for line in solution_source(c.source).split("\n")
+                 if len(line.strip()) >= 12} - {line.strip() for c in src[1].cells for line in c.source.split("\n")}
+    assert solutions
+    stub_page = root / f"feedback/ref_stub/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
+    text = html.unescape(re.sub(r"<[^>]+>", "", stub_page.read_text(encoding="utf-8")))
+    assert not [line for line in solutions if line in text]
+    # Statuses and reasons go to graders, but they are checked too.
+    for st in statuses.values():
+        assert not any(line in st.reason for line in secret), st
