@@ -236,7 +236,9 @@ class Coordinator:
             return
         if job.path is None:
             self._zero(job)
-            job.status = self._status(job, MISSING, "no submitted file", *self._scores(job))
+            others = sorted(p.name for p in pdir.glob("*.ipynb")) if pdir.is_dir() else []
+            why = f"no {job.notebook}.ipynb was submitted" + (f" (the folder has {', '.join(others)})" if others else "")
+            job.status = self._status(job, MISSING, why, *self._scores(job))
             return
         try:
             text = job.path.read_bytes().decode("utf-8")
