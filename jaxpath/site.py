@@ -600,9 +600,10 @@ html_theme_options = {{
     "navigation_with_keys": False,
     "search_bar_text": "Search the course",
 }}
-# No CDN: TeX is shown as text by a local renderer instead of MathJax.
-html_math_renderer = "jaxpath_tex"
-mathjax_path = ""
+# No CDN: MathJax is served from the site itself (sphinx-mathjax-offline's copy, {mathjax_version}); where
+# that package is missing, TeX is shown as text by a local renderer.
+html_math_renderer = {math_renderer!r}
+mathjax_path = {mathjax_path!r}
 
 from jaxpath.site import sphinx_setup as setup  # noqa: E402
 '''
@@ -624,6 +625,26 @@ def _visit_displaymath(self, node):
     from docutils import nodes
 
     raise nodes.SkipNode
+
+
+MATHJAX_PARTS = ("tex-chtml.js", "input/tex/extensions", "output/chtml/fonts/woff-v2", "ui", "a11y")
+"""What of MathJax the site serves: the TeX-to-HTML bundle, the TeX packages it loads on demand, its fonts,
+its menu and accessibility parts (not the 20 MB speech engine)."""
+
+
+def mathjax_files() -> tuple[Path | None, list[Path]]:
+    """The local MathJax 3 (from the sphinx-mathjax-offline package) and the files the site serves."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or not spec.origin:
+        return None, []
+    base = Path(spec.origin).parent / "static" / "mathjax"
+    files = []
+    for part in MATHJAX_PARTS:
+        p = base / part
+        files += [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
+    return base, files
 
 
 def sphinx_setup(app) -> dict:
@@ -881,14 +902,25 @@ def generate_source(config: Config, src: Path, problems: list[Problem]) -> dict[
         "learning-path.md": learning_path_page(config, pages, problems),
         "reading-map.md": reading_map_page(manifest, series, readings, pages, problems),
         "below-the-course.md": pointers_page(pointers, pages, problems),
-        "conf.py": CONF_PY.format(title=manifest.course_title),
     }
+    mj_base, mj_files = mathjax_files()
+    version = ""
+    if mj_base is not None:
+        m = re.search(r'VERSION="(3[^"]*)"', (mj_base / "tex-chtml.js").read_text(errors="replace"))
+        version = f"MathJax {m.group(1)}" if m else "MathJax"
+    texts["conf.py"] = CONF_PY.format(title=manifest.course_title, mathjax_version=version or "not installed",
+                                      math_renderer="mathjax" if mj_files else "jaxpath_tex",
+                                      mathjax_path="mathjax/tex-chtml.js" if mj_files else "")
     for name, text in texts.items():
         _write_if_changed(src / name, text)
     for asset in sorted(ASSETS.iterdir()):
         if asset.is_file():
             _copy_if_changed(asset, src / "_static" / asset.name)
     keep = {src / n for n in texts} | {src / "_static" / a.name for a in ASSETS.iterdir() if a.is_file()}
+    for f in mj_files:
+        target = src / "_static" / "mathjax" / f.relative_to(mj_base)
+        _copy_if_changed(f, target)
+        keep.add(target)
     for p in pages.values():
         cid = p.entry.id
         keep |= {src / f"{p.docname}.ipynb", src / f"{p.docname}-solutions.ipynb",

@@ -482,6 +482,15 @@ def test_browser_chapter_page_shows_executed_output_and_its_stamp(page, site_ser
     page.goto(site_server + "chapters/basics/02_jit-solutions.html")
     assert page.locator(".jp-stamp").count() == 1 and "Reference solution" in page.locator("main").inner_text()
     _save_screenshot(page, tmp_path, request, "3-solutions")
+    # TeX is typeset by the site's own MathJax (no CDN): no raw \( ... \) left, every formula rendered
+    page.goto(site_server + "chapters/advanced/11_scientific_computing.html")
+    page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
+    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
+    page.evaluate("() => MathJax.startup.promise")
+    assert page.locator("mjx-container").count() > 20
+    assert "\\(" not in page.locator("article").inner_text(), "a formula was left as TeX source"
+    page.locator("mjx-container").nth(5).scroll_into_view_if_needed()
+    _save_screenshot(page, tmp_path, request, "4-math")
     assert page.errors == []
 
 
