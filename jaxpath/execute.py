@@ -86,19 +86,25 @@ class _CappedClient(NotebookClient):
     max_cell_output = MAX_CELL_OUTPUT
 
     def output(self, outs, msg, display_id, cell_index):
-        if msg["msg_type"] != "error":
-            used = getattr(self, "_jaxpath_used", {})
-            self._jaxpath_used = used
-            size = len(json.dumps(msg.get("content", {})))
-            if used.get(cell_index, 0) + size > self.max_cell_output:
-                if used.get(cell_index, 0) <= self.max_cell_output:
-                    used[cell_index] = self.max_cell_output + 1
-                    note = nbformat.v4.new_output("stream", name="stderr", text=(
-                        f"\n[jaxpath: output past {self.max_cell_output // 2**20} MB was dropped]\n"))
-                    outs.append(note)
-                return None
-            used[cell_index] = used.get(cell_index, 0) + size
-        return super().output(outs, msg, display_id, cell_index)
+        if msg["msg_type"] == "error":
+            return super().output(outs, msg, display_id, cell_index)
+        used = getattr(self, "_jaxpath_used", {})
+        self._jaxpath_used = used
+        spent = used.get(cell_index, 0)
+        if spent > self.max_cell_output:
+            return None  # already cut: drop silently
+        size = len(json.dumps(msg.get("content", {})))
+        if spent + size <= self.max_cell_output:
+            used[cell_index] = spent + size
+            return super().output(outs, msg, display_id, cell_index)
+        used[cell_index] = self.max_cell_output + 1
+        out = None
+        if msg["msg_type"] == "stream":  # keep the part of the text that fits
+            msg = {**msg, "content": {**msg["content"], "text": msg["content"].get("text", "")[: self.max_cell_output - spent]}}
+            out = super().output(outs, msg, display_id, cell_index)
+        outs.append(nbformat.v4.new_output("stream", name="stderr", text=(
+            f"\n[jaxpath: output past {self.max_cell_output // 2**20} MB was dropped]\n")))
+        return out
 
     def reset_output_count(self, cell_index: int) -> None:
         getattr(self, "_jaxpath_used", {}).pop(cell_index, None)

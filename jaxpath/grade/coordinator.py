@@ -22,7 +22,7 @@ from .record import FINAL, Status, StatusStore
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .worker import CRASHED, GRADED, run_task
 
-GRADER_VERSION = "jaxpath-grade-1"
+GRADER_VERSION = "jaxpath-grade-2"
 INVALID, TAMPERED, MISSING = "invalid notebook", "tampered", "missing"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
@@ -336,7 +336,8 @@ class Coordinator:
             path = src / f"{name}.ipynb"
             if not path.exists():
                 return
-            key = hashlib.sha256(GRADER_VERSION.encode() + path.read_bytes() + sys.version.encode()).hexdigest()[:16]
+            key = hashlib.sha256(GRADER_VERSION.encode() + path.read_bytes() + sys.version.encode()
+                                 + Path(integrity.__file__).read_bytes()).hexdigest()[:16]
             saved = store / f"{name}-{key}.json"
             marker = self.jax_cache / f".warmed-{name}-{key}" if self.jax_cache else None
             if saved.exists() and (marker is None or marker.exists()):
@@ -346,9 +347,10 @@ class Coordinator:
             try:
                 nb = nbformat.read(path, as_version=4)
                 answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
+                ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
                 ignore: set[str] = set()
                 with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
-                    s.evaluate(integrity.prelude_code(), integrity.RESULT)
+                    s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
                     for i, cell in enumerate(nb.cells):
                         if cell.cell_type != "code" or s.dead:
                             continue
@@ -486,7 +488,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
         refs = coord.references({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
         for job in runnable:
             ref = refs.get(job.notebook, integrity.Reference())
-            job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore}
+            job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore, "imports": ref.imports,
+                                     "roots": ref.roots}
     if runnable:
         for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
             st = call(coord.record, job, result, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")

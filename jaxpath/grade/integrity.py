@@ -228,7 +228,26 @@ RESULT = "__import__('sys').modules['_jaxpath_integrity'].result"
 reply (the shell channel), not through printed output, which a loaded kernel may deliver late."""
 
 
+def notebook_imports(sources) -> list[str]:
+    """The modules a notebook's own code imports (`import a.b`, `from a.b import c`): the prelude imports and
+    watches them too, so that a chapter's tests on optax or flax are guarded like those on numpy."""
+    found = set()
+    for src in sources:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+    return sorted(found)
+
+
 def prelude_code(imports=IMPORTS, roots=WATCH_ROOTS) -> str:
+    imports = tuple(dict.fromkeys([*IMPORTS, *imports]))
+    roots = tuple(dict.fromkeys([*WATCH_ROOTS, *roots]))
     return (_PRELUDE.replace("__ROOTS__", repr(tuple(roots))).replace("__IMPORTS__", repr(tuple(imports)))
             .replace("__MARK__", repr(MARK)))
 
@@ -312,11 +331,17 @@ class Reference:
     """grade_id -> {name the test reads: its fingerprint}."""
     ignore: list[str] = field(default_factory=list)
     """Watched things the course's own notebook changes (not evidence of tampering)."""
+    imports: list[str] = field(default_factory=list)
+    """Modules the notebook imports: imported and watched from the prelude on."""
+
+    @property
+    def roots(self) -> list[str]:
+        return sorted({m.split(".")[0] for m in self.imports})
 
     def to_json(self) -> str:
-        return json.dumps({"names": self.names, "ignore": self.ignore}, sort_keys=True)
+        return json.dumps({"names": self.names, "ignore": self.ignore, "imports": self.imports}, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> "Reference":
         d = json.loads(text)
-        return cls(d.get("names", {}), d.get("ignore", []))
+        return cls(d.get("names", {}), d.get("ignore", []), d.get("imports", []))

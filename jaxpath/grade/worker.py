@@ -106,6 +106,7 @@ class _Guard:
         self.nb = nb
         self.names = spec.get("names", {})
         self.ignore = spec.get("ignore", [])
+        self.imports, self.roots = spec.get("imports", []), spec.get("roots", [])
         self.tests = {i: c.metadata["nbgrader"]["grade_id"] for i, c in enumerate(nb.cells)
                       if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
                       and not c.metadata.get("nbgrader", {}).get("solution")}
@@ -114,7 +115,7 @@ class _Guard:
         self.broken = ""
 
     def start(self, session: Session) -> None:
-        ok, text = session.evaluate(integrity.prelude_code(), integrity.RESULT)
+        ok, text = session.evaluate(integrity.prelude_code(self.imports, self.roots), integrity.RESULT)
         data = integrity.parse_result(text) if ok else None
         self.digest = data.get("digest") if data else None
         if self.digest is None:  # before any student code: a fault of the grader's, not the student's

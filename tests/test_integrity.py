@@ -1,0 +1,75 @@
+"""The integrity checks of jaxpath.grade.integrity, in one kernel: what the probe sees, and what it does not
+mistake for tampering. (The whole defence, graded end to end, is in test_hostile.py.)"""
+import nbformat
+import pytest
+
+from jaxpath.execute import HIDDEN_ERROR, Session
+from jaxpath.grade import integrity as I
+
+pytestmark = pytest.mark.slow
+
+
+def test_names_a_test_relies_on():
+    src = ("table = jnp.zeros(4)\ngot = accumulate(table, idx)\ndef _check(x):\n    return np.allclose(x, ref)\n"
+           "assert _check(got) and isinstance(got, jax.Array), f'{len(got)}'\nimport math as m\nm.pi")
+    assert I.relied_on(src, {"accumulate"}) == {"jnp", "idx", "np", "ref", "isinstance", "jax", "len"}
+    assert I.answer_names(["def accumulate(t, i):\n    return t", "helper = 1\nimport numpy as npx"]) == \
+        {"accumulate", "t", "i", "helper", "npx"}
+    assert I.notebook_imports(["import jax.numpy as jnp, optax\nfrom flax import nnx\nfrom . import x", "1 +"]) == \
+        ["flax", "jax.numpy", "optax"]
+
+
+def _probe(s, names=(), ignore=()):
+    nonce = I.new_token()
+    ok, text = s.evaluate(I.probe_code(nonce, names, ignore), I.RESULT)
+    data = I.parse_result(text)
+    assert ok and data and data["nonce"] == nonce
+    return data
+
+
+def test_probe_sees_tampering_and_nothing_else(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    with Session(nb, tmp_path, timeout=60) as s:
+        ok, text = s.evaluate(I.prelude_code(["optax"], ["optax"]), I.RESULT)
+        digest = I.parse_result(text)["digest"]
+        # ordinary work changes nothing watched
+        out, _ = s.run_code("import jax, jax.numpy as jnp, numpy as np, optax, matplotlib.pyplot as plt\n"
+                            "x = jnp.arange(3.0)\nprint(jax.jit(lambda v: v * 2)(x))\nopt = optax.adam(1e-3)\n"
+                            "jax.config.update('jax_enable_x64', False)\nplt.plot([1, 2])" + I.trailer("tok1"))
+        assert out.ok, out.summary
+        data = _probe(s, ["jnp", "x", "len"])
+        assert data["changed"] == [] and data["digest"] == digest and data["ended"] == "tok1"
+        assert data["names"] == {"jnp": "module jax.numpy", "x": "value jaxlib._jax.ArrayImpl",
+                                 "len": "builtin builtins.len"}
+        assert _probe(s)["ended"] is None, "a token is read once"
+        # each kind of tampering is seen, named
+        for code, seen in [("optax.adam = lambda *a, **k: None", "optax.adam"),
+                           ("np.testing.assert_allclose.__code__ = (lambda *a, **k: None).__code__",
+                            "numpy.testing.assert_allclose.__code__"),
+                           ("import ast; get_ipython().ast_transformers.append(ast.NodeTransformer())", "IPython ast_transformers"),
+                           ("import sys; sys.settrace(lambda *a: None)", "sys.settrace"),
+                           ("get_ipython().showtraceback = print", "IPython shell.showtraceback")]:
+            out, _ = s.run_code(code)
+            assert out.ok, (code, out.summary)
+            assert seen in _probe(s)["changed"], code
+        assert "optax.adam" not in _probe(s, ignore=["optax.adam"])["changed"], "the reference run's changes are ignored"
+        s.run_code("len = lambda x: 3")
+        assert _probe(s, ["len"])["names"]["len"].startswith("function __main__.<lambda>")
+
+
+def test_an_error_nobody_sees_still_fails(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("assert 1 == 2, 'wrong'")])
+    with Session(nb, tmp_path, timeout=60) as s:
+        s.run_code("get_ipython().showtraceback = lambda *a, **k: None")
+        out = s.run(0)
+        assert not out.ok and out.error_name == HIDDEN_ERROR
+        assert [o["ename"] for o in nb.cells[0].outputs if o["output_type"] == "error"] == [HIDDEN_ERROR]
+
+
+def test_output_is_capped_per_cell(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(4000):\n    print('x' * 2000)")])
+    with Session(nb, tmp_path, timeout=60) as s:
+        out = s.run(0)
+    assert out.ok
+    text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
+    assert 1.5 * 2**20 < len(text) < 3 * 2**20 and "output past 2 MB was dropped" in text
