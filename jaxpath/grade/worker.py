@@ -92,6 +92,8 @@ def run_task(task: dict) -> dict:
             with Session(nb, d, timeout=limits.cell_timeout, env=env,
                          kernel_name=task.get("kernel_name", "python3")) as s:
                 execute(s)
+    if guard and guard.broken:  # graded all the same, but the grader says what it could not check
+        reason = (reason + "; " if reason else "") + guard.broken + ": tampering in the kernel was not checked"
     return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
             "seconds": time.perf_counter() - t0, "worker": socket.gethostname(),
             "tampering": guard.evidence if guard else []}
@@ -99,8 +101,8 @@ def run_task(task: dict) -> dict:
 
 class _Guard:
     """The grader's side of jaxpath.grade.integrity: a prelude before any student code, each test cell run
-    with an end token, and a probe after each test that passed. A pass the evidence does not back is
-    turned into a failure with an error output that says why, and the evidence is reported."""
+    with an end token, and a probe after each test. A pass the evidence does not back is turned into a
+    failure with an error output that says why; all evidence is reported (the notebook is then *tampered*)."""
 
     def __init__(self, nb, spec: dict):
         self.nb = nb
