@@ -74,6 +74,19 @@ def _regions(source: str) -> tuple[list[str], list[str]]:
     return public, secret
 
 
+def source_cells(config: Config):
+    """(path relative to the course, cell index, source) of every cell of every source chapter; a notebook
+    that cannot be read is skipped (validate reports it)."""
+    for nb_path in sorted(config.source.glob("*/*.ipynb")):
+        try:
+            cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
+        except (ValueError, KeyError, UnicodeDecodeError):
+            continue
+        for i, cell in enumerate(cells):
+            src = cell.get("source", "")
+            yield nb_path.relative_to(config.root), i, "".join(src) if isinstance(src, list) else src
+
+
 def secret_lines(config: Config) -> dict[str, str]:
     """Lines that must never appear in a released file, each with where it comes from.
 
@@ -81,19 +94,11 @@ def secret_lines(config: Config) -> dict[str, str]:
     appears nowhere in the public part of any source chapter."""
     public: set[str] = set()
     candidates: dict[str, str] = {}
-    for nb_path in sorted(config.source.glob("*/*.ipynb")):
-        rel = nb_path.relative_to(config.root)
-        try:
-            cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
-        except (ValueError, KeyError, UnicodeDecodeError):
-            continue
-        for i, cell in enumerate(cells):
-            src = cell.get("source", "")
-            src = "".join(src) if isinstance(src, list) else src
-            pub, sec = _regions(src)
-            public.update(pub)
-            for line in sec:
-                candidates.setdefault(line, f"{rel}, cell {i + 1}")
+    for rel, i, src in source_cells(config):
+        pub, sec = _regions(src)
+        public.update(pub)
+        for line in sec:
+            candidates.setdefault(line, f"{rel}, cell {i + 1}")
     for v_path in sorted(config.variants.glob("*/*.toml")) if config.variants.exists() else []:
         rel = v_path.relative_to(config.root)
         try:

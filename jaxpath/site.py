@@ -797,31 +797,24 @@ def check_links(out: Path) -> list[Problem]:
 def _secret_kinds(config: Config) -> tuple[dict[str, str], dict[str, str]]:
     """(secret lines of solutions and variants, secret lines of hidden tests): lines that appear nowhere in
     the public part of any source chapter, each with where it comes from."""
-    from .release import MIN_SECRET_LEN, secret_lines
+    from .release import MIN_SECRET_LEN, secret_lines, source_cells
 
     secrets = secret_lines(config)
     hidden: dict[str, str] = {}
     solution_lines: set[str] = set()
-    for nb_path in sorted(config.source.glob("*/*.ipynb")):
-        try:
-            cells = json.loads(nb_path.read_text(encoding="utf-8"))["cells"]
-        except (ValueError, KeyError, UnicodeDecodeError):
-            continue
-        for i, cell in enumerate(cells):
-            src = cell.get("source", "")
-            src = "".join(src) if isinstance(src, list) else src
-            region = None
-            for line in src.split("\n"):
-                if "BEGIN HIDDEN TESTS" in line:
-                    region = "hidden"
-                elif "BEGIN SOLUTION" in line:
-                    region = "solution"
-                elif "END HIDDEN TESTS" in line or "END SOLUTION" in line:
-                    region = None
-                elif region == "hidden":
-                    hidden.setdefault(line.strip(), f"{nb_path.relative_to(config.root)}, cell {i + 1} (hidden test)")
-                elif region == "solution":
-                    solution_lines.add(line.strip())
+    for rel, i, src in source_cells(config):
+        region = None
+        for line in src.split("\n"):
+            if "BEGIN HIDDEN TESTS" in line:
+                region = "hidden"
+            elif "BEGIN SOLUTION" in line:
+                region = "solution"
+            elif "END HIDDEN TESTS" in line or "END SOLUTION" in line:
+                region = None
+            elif region == "hidden":
+                hidden.setdefault(line.strip(), f"{rel}, cell {i + 1} (hidden test)")
+            elif region == "solution":
+                solution_lines.add(line.strip())
     hidden = {l: o for l, o in hidden.items() if l in secrets and l not in solution_lines and len(l) >= MIN_SECRET_LEN}
     return secrets, hidden
 

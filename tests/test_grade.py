@@ -166,6 +166,18 @@ def test_synthetic_class(graded_class):
     assert [(s.student, s.notebook, s.score) for s in third.results] == [("stub", "01_demo", 5)]
 
 
+def wait_for_recorded(root: Path, cfg: Config, n: int, timeout: float) -> StatusStore:
+    """Wait until a grader running in another process has recorded `n` notebooks of demo."""
+    store, deadline = None, time.time() + timeout
+    while time.time() < deadline:
+        if (root / "gradebook.db").exists():
+            store = store or StatusStore(cfg.db_url)
+            if len(store.all("demo")) >= n:
+                break
+        time.sleep(0.2)
+    return store
+
+
 def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
     root = two_chapter_course(tmp_path / "course")
     synthetic_class(root)
@@ -175,14 +187,7 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
         args.append("--no-sandbox")
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
-    store = None
-    deadline = time.time() + 180
-    while time.time() < deadline:
-        if (root / "gradebook.db").exists():
-            store = store or StatusStore(cfg.db_url)
-            if len(store.all("demo")) >= 3:
-                break
-        time.sleep(0.2)
+    store = wait_for_recorded(root, cfg, 3, timeout=180)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     recorded = len(store.all("demo"))

@@ -6,7 +6,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -15,10 +14,10 @@ import pytest
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
-from jaxpath.grade import GradeError, Limits, grade, record, sandbox_problem
+from jaxpath.grade import GradeError, grade, record, sandbox_problem
 from jaxpath.grade.record import StatusStore
 
-from test_grade import LIMITS, synthetic_class, two_chapter_course
+from test_grade import LIMITS, synthetic_class, two_chapter_course, wait_for_recorded
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 BIN = Path(sys.executable).parent
@@ -112,13 +111,7 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     # Ctrl-C in a terminal signals the whole foreground process group: the grader and its Dask workers.
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env={**os.environ, "COLUMNS": "200"})
-    store, deadline = None, time.time() + 240
-    while time.time() < deadline:
-        if (root / "gradebook.db").exists():
-            store = store or StatusStore(cfg.db_url)
-            if len(store.all("demo")) >= 3:
-                break
-        time.sleep(0.2)
+    store = wait_for_recorded(root, cfg, 3, timeout=240)
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out[-2000:]

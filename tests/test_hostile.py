@@ -2,17 +2,11 @@
 chapter of the course: every case gets the right status and a clear reason, tampering never pays, the
 course folder does not change, nothing hidden reaches the student; and the faults of the grader's own
 world (a full disk, a locked gradebook, Ctrl-C)."""
-import errno
 import hashlib
 import html
 import os
 import re
 import shutil
-import signal
-import sqlite3
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -23,8 +17,7 @@ from jaxpath import Config
 from jaxpath.chapter import is_answer, solution_source
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
 from jaxpath.feedback import feedback
-from jaxpath.grade import GradeError, Limits, grade, sandbox_problem
-from jaxpath.grade.record import StatusStore
+from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.sample import submit
 
 import hostile_corpus

@@ -46,7 +46,6 @@ WATCH_ROOTS = ("builtins", "numpy", "jax", "jaxlib", "math", "cmath", "operator"
 """Top-level packages whose modules are watched (those already imported when the prelude runs)."""
 IMPORTS = ("numpy", "numpy.testing", "jax", "jax.numpy", "math")
 """Imported by the prelude, so that they are recorded before any student code can touch them."""
-MARK = "#jaxpath-integrity:"
 
 _FINGERPRINT = r'''
 def _fp(o, _depth=0):
@@ -82,7 +81,7 @@ def _fp(o, _depth=0):
 '''
 
 _PRELUDE = r'''
-def __jaxpath_prelude(roots, imports, mark):
+def __jaxpath_prelude(roots, imports):
     import sys, types, importlib, inspect, threading, builtins, json
     for m in imports:
         try:
@@ -156,11 +155,11 @@ def __jaxpath_prelude(roots, imports, mark):
     sys.modules["_jaxpath_integrity"] = state
     state.ended = None
     state.result = json.dumps({"prelude": len(refs), "digest": state.digest})
-__jaxpath_prelude(__ROOTS__, __IMPORTS__, __MARK__); del __jaxpath_prelude
+__jaxpath_prelude(__ROOTS__, __IMPORTS__); del __jaxpath_prelude
 '''
 
 _PROBE = _FINGERPRINT + r'''
-def __jaxpath_probe(mark, nonce, names, ignore):
+def __jaxpath_probe(nonce, names, ignore):
     import sys, json, inspect, builtins
     st = sys.modules.get("_jaxpath_integrity")
     out = {"nonce": nonce, "changed": [], "names": {}, "digest": None}
@@ -220,7 +219,7 @@ def __jaxpath_probe(mark, nonce, names, ignore):
     if st is not None:
         out["ended"], st.ended = st.ended, None
         st.result = json.dumps(out)
-__jaxpath_probe(__MARK__, __NONCE__, __NAMES__, set(__IGNORE__)); del __jaxpath_probe, _fp
+__jaxpath_probe(__NONCE__, __NAMES__, set(__IGNORE__)); del __jaxpath_probe, _fp
 '''
 
 RESULT = "__import__('sys').modules['_jaxpath_integrity'].result"
@@ -248,12 +247,11 @@ def notebook_imports(sources) -> list[str]:
 def prelude_code(imports=IMPORTS, roots=WATCH_ROOTS) -> str:
     imports = tuple(dict.fromkeys([*IMPORTS, *imports]))
     roots = tuple(dict.fromkeys([*WATCH_ROOTS, *roots]))
-    return (_PRELUDE.replace("__ROOTS__", repr(tuple(roots))).replace("__IMPORTS__", repr(tuple(imports)))
-            .replace("__MARK__", repr(MARK)))
+    return _PRELUDE.replace("__ROOTS__", repr(roots)).replace("__IMPORTS__", repr(imports))
 
 
 def probe_code(nonce: str, names=(), ignore=()) -> str:
-    return (_PROBE.replace("__MARK__", repr(MARK)).replace("__NONCE__", repr(nonce))
+    return (_PROBE.replace("__NONCE__", repr(nonce))
             .replace("__NAMES__", repr(sorted(names))).replace("__IGNORE__", repr(sorted({*ignore, *VOLATILE}))))
 
 
@@ -311,8 +309,6 @@ def _names(source: str) -> tuple[set[str], set[str]]:
 
 def relied_on(test_source: str, answer_names: set[str]) -> set[str]:
     """The global names a test cell reads that it does not bind and the student is not asked to define."""
-    from ..chapter import solution_source  # noqa: F401  (markers are comments: the source parses as is)
-
     loads, stores = _names(test_source)
     return {n for n in loads - stores - answer_names if not n.startswith("__")}
 
