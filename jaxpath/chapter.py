@@ -57,6 +57,8 @@ class Exercise:
     tests: list[int]
     points: float = 0.0
     variants: list[Variant] = field(default_factory=list)
+    equivalent: dict[str, str] = field(default_factory=dict)
+    """Mutant ids the author recorded as equivalent to the reference (`[[name.equivalent]]`), with why."""
 
     def of_kind(self, kind: str) -> list[Variant]:
         return [v for v in self.variants if v.kind == kind]
@@ -320,7 +322,15 @@ def _attach_variants(ch: Chapter, path: Path) -> None:
                     ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} needs a `code` string"))
                     continue
                 by_name[name].variants.append(Variant(kind, n, str(v.get("why", "")), v["code"]))
-        unknown = set(entry) - {"wrong", "alternative"}
+        for n, v in enumerate(entry.get("equivalent", []), start=1):
+            if not (isinstance(v, dict) and isinstance(v.get("id"), str) and str(v.get("why", "")).strip()):
+                ch.problems.append(Problem(rel, f"[[{name}.equivalent]] number {n} needs an `id` (the mutant's, as "
+                                                "`jaxpath mutants` prints it) and a one-line `why`"))
+                continue
+            if v["id"] in by_name[name].equivalent:
+                ch.problems.append(Problem(rel, f"[[{name}.equivalent]] records {v['id']!r} twice"))
+            by_name[name].equivalent[v["id"]] = str(v["why"]).strip()
+        unknown = set(entry) - {"wrong", "alternative", "equivalent"}
         if unknown:
             ch.problems.append(Problem(rel, f"[{name}] has unknown keys {sorted(unknown)}"))
 

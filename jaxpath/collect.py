@@ -23,7 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .grade.record import write_atomic
+from .files import write_atomic
 
 CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.IGNORECASE)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assign(?:submission|feedback)_[a-z]+_?$", re.IGNORECASE)

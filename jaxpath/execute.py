@@ -220,12 +220,13 @@ class Session:
             self.nb.cells.pop()
         return outcome, cell.get("outputs", [])
 
-    def evaluate(self, code: str, expression: str, timeout: float | None = None) -> tuple[bool, str | None]:
-        """Run `code` silently (no history, no outputs kept) and return the text/plain repr of `expression`,
-        both carried by the kernel's execute reply on the shell channel, so nothing depends on when printed
-        output arrives. (False, None) when the kernel does not answer in time or the code raised."""
+    def ask(self, code: str, expression: str, timeout: float | None = None) -> dict | None:
+        """Run `code` silently (no history, no outputs kept) and return the kernel's execute reply, which
+        carries `expression`'s text/plain repr in content.user_expressions["r"]: nothing depends on when
+        printed output arrives. None when the kernel does not answer within `timeout` seconds (it may still
+        be running the code: interrupt it, see `responsive`)."""
         if self.dead:
-            return False, None
+            return None
         kc = self.client.kc
         limit = timeout if timeout is not None else self.client.timeout
 
@@ -244,9 +245,14 @@ class Session:
                     return msg
 
         try:
-            reply = run_sync(ask)()
+            return run_sync(ask)()
         except Exception:
-            return False, None
+            return None
+
+    def evaluate(self, code: str, expression: str, timeout: float | None = None) -> tuple[bool, str | None]:
+        """`ask`, reduced to (the code ran without raising, the text/plain repr of `expression`).
+        (False, None) when the kernel does not answer in time or the code raised."""
+        reply = self.ask(code, expression, timeout)
         if reply is None:
             return False, None
         content = reply.get("content", {})

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import Config, nbgrader_config
-from .grade.record import StatusStore, write_atomic
+from .files import write_atomic
+from .grade.record import StatusStore
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]

@@ -26,7 +26,7 @@ import nbformat
 
 from .chapter import visible_source
 from .config import Config, nbgrader_config
-from .grade.record import write_atomic
+from .files import write_atomic
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_FRAME = r"Cell In\[{n}\], line (\d+)"

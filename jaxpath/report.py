@@ -13,7 +13,8 @@ from pathlib import Path
 import nbformat
 
 from .config import Config, nbgrader_config
-from .grade.record import StatusStore, write_atomic
+from .files import write_atomic
+from .grade.record import StatusStore
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from ..config import Config, ensure_venv_on_path, nbgrader_config
+from ..files import write_atomic
 from . import integrity, record
 from .record import FINAL, Status, StatusStore
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
@@ -367,7 +368,7 @@ class Coordinator:
                 if ref.ignore:
                     log.info("%s/%s changes %d watched things itself: %s", self.part, name, len(ref.ignore),
                              ", ".join(ref.ignore[:10]))
-                record.write_atomic(saved, ref.to_json().encode())
+                write_atomic(saved, ref.to_json().encode())
                 if marker is not None:
                     marker.touch()
             except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
@@ -395,8 +396,8 @@ class Coordinator:
         record.copy_files(job.files, out_dir)
         ts = job.path.parent / "timestamp.txt" if job.path else None
         if ts and ts.exists():
-            record.write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
-        record.write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
+            write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
+        write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
         status, reason = result["status"], result["reason"]
         if result.get("tampering"):
             found = "; ".join(result["tampering"][:3]) + (f" (+{len(result['tampering']) - 3} more)"

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from ..files import write_atomic
+
 metadata = sa.MetaData()
 status_table = sa.Table(
     "jaxpath_grading", metadata,
@@ -80,20 +82,6 @@ class StatusStore:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.jaxpath-tmp")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)  # a full disk leaves no half-written file behind, and the old one as it was
-        raise
 
 
 def copy_files(files: dict[str, bytes], dest: Path) -> None:
