@@ -24,7 +24,9 @@ by the hash of its code cells, its variants file and the engine version: `jaxpat
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import hashlib
 import json
 import multiprocessing
@@ -374,6 +376,24 @@ def _counts(e: ExerciseResult) -> dict:
 def write_summary(config: Config, results: list[ChapterResult]) -> Path:
     """Merge `results` into MUTANTS.md (chapters not in `results` keep their committed rows) and write the
     full report with every survivor's diff to build/mutants/report.md."""
+    with _locked(config):
+        return _write_summary(config, results)
+
+
+@contextlib.contextmanager
+def _locked(config: Config):
+    """Two runs on different chapters at once (two terminals) each merge their rows: one at a time."""
+    lock = config.build / "mutants" / ".lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _write_summary(config: Config, results: list[ChapterResult]) -> Path:
     data = committed(config)
     for r in results:
         data[r.id] = {"key": r.key, "seconds": round(r.seconds, 1),
@@ -384,7 +404,7 @@ def write_summary(config: Config, results: list[ChapterResult]) -> Path:
     text = render_summary(data)
     path = config.root / SUMMARY_FILE
     write_atomic(path, text)
-    write_atomic(_out_dir(config) / "report.md", render_report(config, results))
+    write_atomic(_out_dir(config) / "report.md", render_report(config, order))
     return path
 
 
@@ -437,9 +457,18 @@ def render_summary(data: dict) -> str:
     return "\n".join(lines)
 
 
-def render_report(config: Config, results: list[ChapterResult]) -> str:
-    out = ["# Mutation report (this run)", ""]
-    for r in results:
+def render_report(config: Config, order: list[str]) -> str:
+    """Every chapter's last run in build/mutants/, with each surviving and equivalent mutant's diff."""
+    out = ["# Mutation report", "", "The last `jaxpath mutants` run of each chapter on this machine.", ""]
+    for cid in order:
+        path = _out_dir(config) / f"{cid}.json"
+        if not path.exists():
+            continue
+        try:
+            r = _load_chapter_result(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError):
+            out.append(f"## {cid}: unreadable results in {path.name}, run it again")
+            continue
         out.append(f"## {r.id} ({r.seconds:.0f} s)")
         for p in r.problems:
             out.append(f"- problem: {p}")
