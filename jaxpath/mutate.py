@@ -50,7 +50,7 @@ OPERATORS = {
     "function": "function swapped for its usual confusion (sum↔mean, max↔min, argmax↔argmin, …)",
     "axis": "reduction axis dropped or added, keepdims flipped",
     "keyword": "keyword argument dropped",
-    "index": "index or slice bound off by one",
+    "index": "index, slice or loop bound off by one",
     "args": "two positional arguments swapped (jnp.where: branches swapped)",
     "unwrap": "stop_gradient, abs, .astype or block_until_ready removed",
     "dtype": "dtype changed",
@@ -91,8 +91,12 @@ _FUNCTION_SWAPS = {
 _REDUCTIONS = {"sum", "mean", "max", "min", "prod", "argmax", "argmin", "any", "all", "std", "var", "amax",
                "amin", "logsumexp", "cumsum", "cumprod", "softmax", "log_softmax", "norm", "nanmax", "nanmin",
                "nansum", "nanmean", "median", "count_nonzero", "sort", "argsort", "squeeze", "expand_dims"}
-_UNWRAP_CALLS = {"stop_gradient", "abs", "absolute", "block_until_ready", "clip", "asarray", "float32"}
-_UNWRAP_METHODS = {"astype", "block_until_ready", "squeeze", "reshape", "ravel", "T"}
+_UNWRAP_CALLS = {"stop_gradient", "abs", "absolute", "block_until_ready", "clip", "asarray", "float32", "float",
+                 "int"}
+_UNWRAP_METHODS = {"astype", "block_until_ready", "squeeze", "reshape", "ravel", "compile", "copy"}
+_METHOD_SWAPS = {"add": ["set", "multiply"], "set": ["add"], "multiply": ["add"], "divide": ["multiply"],
+                 "apply": ["set"], "get": ["set"]}
+"""`.at[...]` updates a learner confuses (only as methods: `x.at[i].add(v)`)."""
 _DTYPE_SWAPS = {"float32": ["float16", "bfloat16"], "float16": ["float32"], "bfloat16": ["float32"],
                 "int32": ["int8", "float32"], "int8": ["uint8"], "uint8": ["int8", "int32"], "float64": ["float16"],
                 "int64": ["int8"], "bool_": ["int32"], "int16": ["int8"], "uint32": ["int32"]}
@@ -107,14 +111,17 @@ _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.L
            ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp, ast.JoinedStr, ast.Starred)
 
 
-def solution_lines(source: str) -> tuple[int, int] | None:
-    """The 1-based line range strictly inside `### BEGIN SOLUTION` … `### END SOLUTION`, or None."""
-    lines = source.split("\n")
-    begin = next((i for i, l in enumerate(lines, 1) if "BEGIN SOLUTION" in l), None)
-    end = next((i for i, l in enumerate(lines, 1) if "END SOLUTION" in l and begin and i > begin), None)
-    if begin is None or end is None:
-        return None
-    return begin + 1, end - 1
+def solution_lines(source: str) -> list[tuple[int, int]]:
+    """The 1-based line ranges strictly inside each `### BEGIN SOLUTION` … `### END SOLUTION` region."""
+    out, begin = [], None
+    for i, line in enumerate(source.split("\n"), 1):
+        if "BEGIN SOLUTION" in line:
+            begin = i
+        elif "END SOLUTION" in line and begin is not None:
+            if i - 1 >= begin + 1:
+                out.append((begin + 1, i - 1))
+            begin = None
+    return out
 
 
 def _name_of(func: ast.expr) -> str | None:
@@ -137,8 +144,8 @@ class _Collector(ast.NodeVisitor):
     """Walks the answer cell; for every node inside the solution region, records (node, replacement,
     operator, description) edits. A replacement is an AST node or the string "pass"."""
 
-    def __init__(self, lo: int, hi: int):
-        self.lo, self.hi = lo, hi
+    def __init__(self, regions: list[tuple[int, int]]):
+        self.regions = regions
         self.edits: list[tuple[ast.AST, object, str, str]] = []
         self.parents: dict[ast.AST, ast.AST] = {}
         self.key_children: dict[str, str] = {}
@@ -147,8 +154,8 @@ class _Collector(ast.NodeVisitor):
         """Names bound by one `a, b, c = split(key)`: each maps to the others."""
 
     def inside(self, node: ast.AST) -> bool:
-        return (hasattr(node, "lineno") and node.lineno >= self.lo
-                and (node.end_lineno or node.lineno) <= self.hi)
+        return hasattr(node, "lineno") and any(node.lineno >= lo and (node.end_lineno or node.lineno) <= hi
+                                               for lo, hi in self.regions)
 
     def add(self, node, replacement, op, description):
         if self.inside(node):
@@ -301,6 +308,19 @@ class _Collector(ast.NodeVisitor):
             else:
                 f = ast.Name(new, ast.Load())
             self.add(node, ast.Call(f, node.args, node.keywords), "function", f"{name} → {new}")
+        if name in ("range", "fori_loop"):  # loop bounds off by one (literal bounds: the number operator)
+            for j, arg in enumerate(node.args[:2] if name == "fori_loop" else node.args[:2]):
+                if isinstance(arg, ast.Constant) or (isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant)):
+                    continue
+                for k in (1, -1):
+                    args = list(node.args)
+                    args[j] = _plus(arg, k)
+                    self.add(node, ast.Call(node.func, args, node.keywords), "index",
+                             f"{name} bound {ast.unparse(arg)} → {ast.unparse(_plus(arg, k))}")
+        if isinstance(node.func, ast.Attribute) and not _is_module(node.func.value):
+            for new in _METHOD_SWAPS.get(name or "", []):
+                f = ast.Attribute(node.func.value, new, ast.Load())
+                self.add(node, ast.Call(f, node.args, node.keywords), "function", f".{name} → .{new}")
         # reduction axes
         kws = {k.arg: k for k in node.keywords}
         if name in _REDUCTIONS:
@@ -468,14 +488,14 @@ def generate(source: str, label: str = "answer") -> list[Mutant]:
 
     Mutants that do not compile, or that compile to the same program as the reference, are dropped;
     two edits that give the same program are kept once."""
-    region = solution_lines(source)
-    if region is None:
+    regions = solution_lines(source)
+    if not regions:
         return []
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return []
-    col = _Collector(*region)
+    col = _Collector(regions)
     col.parents = {}
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
