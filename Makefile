@@ -34,10 +34,12 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not chapters"
 
-# Benchmarks (not tests): validation time per chapter (one at a time, so the times are comparable), then
-# one batch graded by `jaxpath grade` and by stock `nbgrader autograde`, side by side.
+# Benchmarks (not tests): validation time per chapter (one at a time, so the times are comparable), mutation
+# testing of the whole course (its budget: 20 min on 2 cores), then one batch graded by `jaxpath grade` and by
+# stock `nbgrader autograde`, side by side.
 bench: $(STAMP)
 	$(BIN)/jaxpath validate --jobs 1 --times
+	$(BIN)/jaxpath mutants --jobs $(JOBS) --times
 	$(BIN)/python benchmarks/bench_grade.py
 
 release: $(STAMP)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -101,10 +102,25 @@ def cmd_mutants(args, config: Config) -> int:
                 for p in e.problems:
                     progress.console.print(f"      {p}", soft_wrap=True)
 
+    t0 = time.perf_counter()
     with progress:
         task = progress.add_task("mutants", total=total)
         results = run_mutants(config, ids, jobs=args.jobs, on_mutant=lambda: progress.advance(task),
                               on_chapter=on_chapter)
+    wall = time.perf_counter() - t0
+    if args.times:
+        table = Table(title=f"Mutation testing time per chapter ({args.jobs} job(s))")
+        for col, just in [("chapter", "left"), ("mutants", "right"), ("timeouts", "right"), ("seconds", "right")]:
+            table.add_column(col, justify=just)
+        for x in results:
+            table.add_row(x.id, str(sum(e.generated for e in x.exercises)),
+                          str(sum(e.count("timeout") for e in x.exercises)), f"{x.seconds:.1f}")
+        table.add_row("sum over chapters", str(sum(sum(e.generated for e in x.exercises) for x in results)), "",
+                      f"{sum(x.seconds for x in results):.1f}")
+        table.add_row("wall clock", "", "", f"{wall:.1f}")
+        console.print(table)
+        console.print(f"mutation testing took {wall / 60:.1f} min wall clock on {os.cpu_count()} core(s) "
+                      f"({'within' if wall <= 20 * 60 else '[red]over[/red]'} the 20 min budget for the course)")
     r = check(config)
     console.print(f"{SUMMARY_FILE}: course {r.rate:.1f} % of non-equivalent mutants killed (needs {COURSE_MIN:.0f} %); "
                   f"report with every survivor's diff: {config.build_dir}/mutants/report.md")
@@ -362,6 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--check", action="store_true",
                    help="run nothing: fail unless MUTANTS.md is current for every chapter and meets the bar")
     p.add_argument("--diffs", action="store_true", help="print the diff of every surviving mutant")
+    p.add_argument("--times", action="store_true", help="print a table of time per chapter and the wall clock")
     p.set_defaults(func=cmd_mutants)
 
     p = sub.add_parser("release", help="nbgrader generate_assignment for every part into release/, checked for leaks")

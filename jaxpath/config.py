@@ -47,7 +47,7 @@ class Config:
     cell_timeout: int = 180
     """Seconds one cell may run during validation before it counts as a failure."""
     startup_timeout: int = 60
-    mutant_timeout: float = 20.0
+    mutant_timeout: float = 10.0
     """Seconds a mutant (its answer and every test cell) may run at least, in `jaxpath mutants`…"""
     mutant_timeout_factor: float = 5.0
     """…or this many times as long as the reference took, if that is longer."""
