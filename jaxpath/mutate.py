@@ -5,10 +5,14 @@ This module is pure (no kernel): it parses the answer cell with `ast`, applies e
 place it fits, and splices the replacement into the original text at the node's position, so that a
 mutant differs from the reference only where it was mutated and its diff reads like a one-line edit.
 
-The general operators follow the sets of mutmut and cosmic-ray (arithmetic, comparison and boolean
-operator swaps, number changes, `break`/`continue`, negated conditions, a statement removed). Neither
-tool runs on code held in a notebook cell (both mutate files on disk and run a test command), so the
-engine is ours; the array- and JAX-specific operators are ours too: reductions and their axes, the
+The general operators follow mutmut's set (2.x: `+`↔`-`, `*`↔`/`, `//`→`/`, `**`→`*`, the shifts and bit
+operators, `x += d`→`x -= d` and `x = d`, the comparison boundaries `<`↔`<=`, `>`↔`>=`, `==`↔`!=`, `not`
+removed, `is`↔`is not`, `in`↔`not in`, `break`↔`continue`, numbers n→n+1, `True`↔`False`) and
+cosmic-ray's (a comparison replaced by its mirror, `and`↔`or`, unary operators removed, a statement
+removed); mutmut's string mutations (`"XX" + s + "XX"`) are left out, since a changed dictionary key or
+option name fails loudly and says nothing about the tests. Neither tool runs on code held in a notebook
+cell (both mutate files on disk and run a test command per mutant, where a chapter's kernel is what makes
+one mutant cost a fraction of a second), so the engine is ours; the array- and JAX-specific operators are ours too: reductions and their axes, the
 function pairs a learner mixes up, `jnp.where` branches, `stop_gradient` and `.astype` dropped,
 dtypes, slice and index off-by-one, swapped positional arguments, and a PRNG key derived by
 `split`/`fold_in` replaced by its parent (the key-reuse mistake).
@@ -19,6 +23,7 @@ lines only, so an author's record of an equivalent mutant survives unrelated cha
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import hashlib
 from dataclasses import dataclass
@@ -177,6 +182,9 @@ class _Collector(ast.NodeVisitor):
         for new in _BINOP_SWAPS.get(type(node.op), []):
             self.add(node, ast.AugAssign(node.target, new(), node.value), "arith",
                      f"{_opsym(node.op)}= → {_opsym(new())}=")
+        target = copy.copy(node.target)
+        target.ctx = ast.Store()
+        self.add(node, ast.Assign([target], node.value), "arith", f"{_opsym(node.op)}= → =")
         self.add(node, "pass", "delete", "statement removed")
         self.generic_visit(node)
 

@@ -40,6 +40,7 @@ def mutated_lines(src: str) -> set[str]:
     ("return jax.lax.stop_gradient(x) * 2", {"return x * 2"}),
     ("return x.astype(jnp.float32)", {"return x", "return x.astype(jnp.float16)"}),
     ("y = x + 1\nreturn y", {"pass"}),
+    ("x += a\nreturn x", {"x -= a", "x = a"}),
 ])
 def test_operators(body, expected):
     got = mutated_lines(cell(body))
