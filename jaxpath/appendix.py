@@ -11,7 +11,6 @@ solutions shown are the ones that ran, with their real outputs:
 from __future__ import annotations
 
 import copy
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import nbformat
 
 from .chapter import Chapter, load_chapter, solution_source, stub_source, visible_source
 from .config import Config
+from .files import write_atomic
 from .manifest import load_manifest, notebook_path, variants_path
 from .problems import Problem
 
@@ -96,10 +96,7 @@ def self_study_notebook(ch: Chapter, executed: nbformat.NotebookNode) -> nbforma
 
 
 def _write(nb, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    nbformat.write(nb, tmp)
-    os.replace(tmp, path)
+    write_atomic(path, nbformat.writes(nb))
 
 
 def appendix(config: Config, chapters: list[str] | None = None) -> AppendixReport:

@@ -45,7 +45,7 @@ from .config import Config
 from .execute import Session
 from .files import write_atomic
 from .manifest import load_manifest, notebook_path, variants_path
-from .mutate import ENGINE_VERSION, OPERATORS, Mutant, generate
+from .mutate import ENGINE_VERSION, OPERATORS, generate
 from .problems import ChapterError, Problem
 from .validate import resolve_chapters
 

@@ -46,6 +46,7 @@ import nbformat
 
 from .appendix import APPENDIX_TAG
 from .config import Config
+from .files import write_atomic
 from .manifest import ChapterEntry, Manifest, load_manifest
 from .problems import Problem
 
@@ -658,12 +659,9 @@ def sphinx_setup(app) -> dict:
 # ---------------------------------------------------------------------------------------------------
 
 def _write_if_changed(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists() and path.read_text(encoding="utf-8") == text:
         return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, text)
 
 
 def _copy_if_changed(src: Path, dst: Path) -> None:

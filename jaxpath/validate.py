@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import multiprocessing
-import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ import nbformat
 from .chapter import (INTENDED_ERROR, Chapter, Exercise, check_exercise_counts, load_chapter, stub_source, tags,
                       visible_source)
 from .config import Config
+from .files import write_atomic
 from .execute import Session, stamp_notebook
 from .manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
 from .problems import ChapterError, Problem
@@ -150,10 +150,7 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -
         stamp = {} if s.dead else s.stamp()
     stamp_notebook(nb, stamp)
     if executed_out is not None:
-        executed_out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = executed_out.with_suffix(".tmp")
-        nbformat.write(nb, tmp)
-        os.replace(tmp, executed_out)
+        write_atomic(executed_out, nbformat.writes(nb))
     return problems, nb
 
 

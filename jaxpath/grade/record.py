@@ -9,7 +9,6 @@ overwrites what is there: nothing is half-written and nothing is counted twice.
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
