@@ -46,3 +46,37 @@ def test_installed_stack_is_the_locked_one():
     from importlib.metadata import version
     for name, v in PROMISED.items():
         assert version(name) == v, f"installed {name} {version(name)}, locked {v}: run make"
+
+
+def test_package_declares_what_it_imports_and_the_lock_satisfies_it():
+    """`pip install .` gives a CLI that starts: every declared range holds the locked version, and every
+    third-party module jaxpath imports at its top level is declared."""
+    import ast
+    import sys
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    lock = {_name(r): r.split("==", 1)[1] for r in _reqs(ROOT / "requirements.txt")}
+    declared = set()
+    for spec in project["dependencies"] + project["optional-dependencies"]["course"]:
+        req = Requirement(spec)
+        name = req.name.lower().replace("_", "-")
+        declared.add(name)
+        assert name in lock, f"{name} is declared in pyproject.toml but not locked in requirements.txt"
+        assert req.specifier.contains(lock[name], prereleases=True), f"{spec} excludes the locked {lock[name]}"
+    module_to_dist = {"jupyter_client": "jupyter-client", "yaml": "pyyaml", "sqlalchemy": "sqlalchemy",
+                      "distributed": "distributed", "dask": "dask", "myst_nb": "myst-nb",
+                      "sphinx_book_theme": "sphinx-book-theme", "jupyter_core": "jupyter-core"}
+    imported = set()
+    for path in (ROOT / "jaxpath").rglob("*.py"):
+        for node in ast.parse(path.read_text()).body:  # top-level imports: what `import jaxpath.x` needs
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            imported |= {n.split(".")[0] for n in names}
+    third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "jaxpath"}
+    # jupyter_core and traitlets come with nbgrader and jupyter_client; packaging with every pip
+    implied = {"jupyter_core", "traitlets", "packaging"}
+    missing = sorted(m for m in third_party - implied if module_to_dist.get(m, m.replace("_", "-")) not in declared)
+    assert not missing, f"jaxpath imports {missing} but pyproject.toml does not declare them"
