@@ -17,7 +17,8 @@ from jaxpath import Config
 from jaxpath.grade import GradeError, grade, record, sandbox_problem
 from jaxpath.grade.record import StatusStore
 
-from test_grade import LIMITS, synthetic_class, two_chapter_course, wait_for_recorded
+from test_grade import (BLOCKER, LIMITS, add_blocking_submission, remove_blocking_submission, synthetic_class,
+                        two_chapter_course, wait_for_recorded)
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 BIN = Path(sys.executable).parent
@@ -105,13 +106,15 @@ def test_locked_gradebook_gives_a_clear_error_and_loses_nothing(tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     root, cfg = _class(tmp_path)
+    add_blocking_submission(root)  # the class cannot finish before the signal, on any machine
     args = [BIN / "jaxpath", "grade", "demo", "--workers", "1", "--cell-timeout", "5", "--memory-mb", "1024"]
     if not SANDBOX:
         args.append("--no-sandbox")
     # Ctrl-C in a terminal signals the whole foreground process group: the grader and its Dask workers.
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, env={**os.environ, "COLUMNS": "200"})
-    store = wait_for_recorded(root, cfg, 3, timeout=240)
+    store = wait_for_recorded(root, cfg, 3, proc=proc)
+    assert proc.poll() is None, "the grader ended before it was signalled"
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, out[-2000:]
@@ -125,9 +128,11 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
             break
         time.sleep(0.5)
     assert not left, subprocess.run(["ps", "-o", "pid,args", "-p", ",".join(left)], capture_output=True, text=True).stdout
-    recorded = len(store.all("demo"))
-    assert 3 <= recorded < 14
+    recorded = len([r for r in store.all("demo") if r.student != BLOCKER])
+    assert 3 <= recorded <= 14
+    assert not [r for r in store.all("demo") if r.student == BLOCKER]
+    remove_blocking_submission(root)
     report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=SANDBOX)
     assert len(report.skipped) >= recorded - 1 and len(report.results) + len(report.skipped) == 14
     with Gradebook(cfg.db_url) as gb:
-        assert len(list(gb.assignment_submissions("demo"))) == 7
+        assert len([s for s in gb.assignment_submissions("demo") if s.student_id != BLOCKER]) == 7
