@@ -391,3 +391,32 @@ def test_grades_nbgraders_own_example_course_like_nbgrader(tmp_path):
     ours, theirs = auto(cfg.db_url), auto(own_db)
     assert ours == theirs and len(ours) > 10
     assert (root / "autograded/hacker/ps1/jupyter.png").exists(), "the submission's other files come along"
+
+
+def test_nbgrader_execution_is_set_as_nbgrader_sets_it(tmp_path):
+    """nbgrader's autograde sets NBGRADER_EXECUTION=autograde while the submission runs; a notebook that
+    branches on it must grade the same under jaxpath."""
+    from course_factory import good_cells
+
+    cells = good_cells()
+    i = next(i for i, c in enumerate(cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "double-check")
+    cells[i].source = cells[i].source.replace(
+        "### BEGIN HIDDEN TESTS\n",
+        "### BEGIN HIDDEN TESTS\nimport os\nassert os.environ.get('NBGRADER_EXECUTION') == 'autograde'\n")
+    root = make_course(tmp_path / "course", cells)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    submit(root, "correct", "demo", "01_demo", submission(rel, answers_from_source(src)))
+    cfg = Config.load(root)
+    grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+    other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force", f"--CourseDirectory.db_url={other_db}"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    subprocess.run([BIN / "nbgrader", "autograde", "demo", "--force", f"--CourseDirectory.db_url={other_db}",
+                    "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    ours, theirs = cell_scores(cfg.db_url, "correct", "01_demo"), cell_scores(other_db, "correct", "01_demo")
+    assert ours == theirs and ours["double-check"] == 2, (ours, theirs)

@@ -14,6 +14,10 @@ from pathlib import Path
 import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
+
+NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
+"""What nbgrader's autograde sets while a submission runs (nbgrader/converters/autograde.py), so a notebook
+that branches on it runs as it would under nbgrader."""
 from . import integrity
 from .sandbox import Limits, Sandbox
 
@@ -69,7 +73,7 @@ def run_task(task: dict) -> dict:
                     return
 
     if task.get("sandbox", True):
-        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython"}, jax_cache=task.get("jax_cache")) as sb:
+        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.get("jax_cache")) as sb:
             km = sb.kernel_manager(task.get("kernel_name", "python3"))
             try:
                 with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
@@ -86,7 +90,7 @@ def run_task(task: dict) -> dict:
                 target = Path(d, rel)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            env = kernel_env()
+            env = {**kernel_env(), **NBGRADER_ENV}
             if task.get("jax_cache"):
                 env.update(JAX_COMPILATION_CACHE_DIR=task["jax_cache"], JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
             with Session(nb, d, timeout=limits.cell_timeout, env=env,
