@@ -12,7 +12,8 @@ cosmic-ray's (a comparison replaced by its mirror, `and`↔`or`, unary operators
 removed); mutmut's string mutations (`"XX" + s + "XX"`) are left out, since a changed dictionary key or
 option name fails loudly and says nothing about the tests. Neither tool runs on code held in a notebook
 cell (both mutate files on disk and run a test command per mutant, where a chapter's kernel is what makes
-one mutant cost a fraction of a second), so the engine is ours; the array- and JAX-specific operators are ours too: reductions and their axes, the
+one mutant cost a fraction of a second), so the engine is ours; the array- and JAX-specific operators are ours
+too: reductions and their axes, the
 function pairs a learner mixes up, `jnp.where` branches, `stop_gradient` and `.astype` dropped,
 dtypes, slice and index off-by-one, swapped positional arguments, and a PRNG key derived by
 `split`/`fold_in` replaced by its parent (the key-reuse mistake).

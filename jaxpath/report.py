@@ -47,7 +47,8 @@ def _failures(autograded: Path, part: str) -> dict[tuple[str, str], Counter]:
                 continue
             for o in cell.get("outputs", []):
                 if o.get("output_type") == "error":
-                    msg = f"{o.get('ename', '')}: {(o.get('evalue') or '').strip().splitlines()[0] if (o.get('evalue') or '').strip() else ''}"
+                    first = ((o.get('evalue') or '').strip().splitlines() or [''])[0]
+                    msg = f"{o.get('ename', '')}: {first}"
                     out[(nb_path.stem, meta.get("grade_id", "?"))][msg.strip(": ")[:200]] += 1
     return out
 
@@ -95,7 +96,8 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
         ax.set_title("Pass rate per test")
         figs.append(("Pass rate per test", _png(fig)))
         fig, ax = plt.subplots(figsize=(7, 0.35 * len(keys) + 1))
-        ax.boxplot([[s for s, _ in cell_scores[k]] for k in keys], orientation="horizontal", tick_labels=[f"{nb} · {gid}" for nb, gid in keys])
+        ax.boxplot([[s for s, _ in cell_scores[k]] for k in keys], orientation="horizontal",
+                   tick_labels=[f"{nb} · {gid}" for nb, gid in keys])
         ax.invert_yaxis()
         ax.set_xlabel("points")
         ax.set_title("Score distribution per exercise")

@@ -782,7 +782,8 @@ def check_links(out: Path) -> list[Problem]:
             if target.is_dir():
                 target = target / "index.html"
             if not target.exists():
-                problems.append(Problem(f"site/{rel}", f"<{tag} {attr}=\"{value}\">: {target.relative_to(out) if target.is_relative_to(out) else target} does not exist"))
+                shown = target.relative_to(out) if target.is_relative_to(out) else target
+                problems.append(Problem(f"site/{rel}", f"<{tag} {attr}=\"{value}\">: {shown} does not exist"))
                 continue
             if parts.fragment and target.suffix == ".html":
                 frag = unquote(parts.fragment)

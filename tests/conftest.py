@@ -48,7 +48,6 @@ def postgres_url(tmp_path_factory):
     bindir = _pg_bin()
     if bindir is None:
         pytest.skip("PostgreSQL is not installed (Debian: apt-get install postgresql)")
-    import shutil
     import tempfile
 
     base = Path(tempfile.mkdtemp(prefix="jaxpath-pg-"))  # pytest's own tmp is private to root

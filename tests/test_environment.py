@@ -80,3 +80,13 @@ def test_package_declares_what_it_imports_and_the_lock_satisfies_it():
     implied = {"jupyter_core", "traitlets", "packaging"}
     missing = sorted(m for m in third_party - implied if module_to_dist.get(m, m.replace("_", "-")) not in declared)
     assert not missing, f"jaxpath imports {missing} but pyproject.toml does not declare them"
+
+
+def test_ruff_is_clean():
+    """The lint configured in pyproject.toml ([tool.ruff]) holds for the tool and its tests."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "ruff", "check", "jaxpath", "tests"], cwd=ROOT, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:]

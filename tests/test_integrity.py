@@ -46,7 +46,8 @@ def test_probe_sees_tampering_and_nothing_else(tmp_path):
         for code, seen in [("optax.adam = lambda *a, **k: None", "optax.adam"),
                            ("np.testing.assert_allclose.__code__ = (lambda *a, **k: None).__code__",
                             "numpy.testing.assert_allclose.__code__"),
-                           ("import ast; get_ipython().ast_transformers.append(ast.NodeTransformer())", "IPython ast_transformers"),
+                           ("import ast; get_ipython().ast_transformers.append(ast.NodeTransformer())",
+                            "IPython ast_transformers"),
                            ("import sys; sys.settrace(lambda *a: None)", "sys.settrace"),
                            ("get_ipython().showtraceback = print", "IPython shell.showtraceback")]:
             out, _ = s.run_code(code)

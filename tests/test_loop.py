@@ -52,7 +52,8 @@ def test_course_loop_two_students(tmp_path):
     bo = Student("bo", tmp_path / "home-bo", ins.exchange).setup()
 
     # 2. each student fetches, answers, checks and submits
-    for student, answers, passing in ((ada, correct, 3), (bo, {**correct, "square-answer": "def square(x):\n    return 2 * x"}, 2)):
+    wrong = {**correct, "square-answer": "def square(x):\n    return 2 * x"}
+    for student, answers, passing in ((ada, correct, 3), (bo, wrong, 2)):
         student.nbgrader("fetch_assignment", "demo")
         nb = student.work / "demo/01_demo.ipynb"
         assert "raise NotImplementedError" in nb.read_text() and "BEGIN HIDDEN" not in nb.read_text()

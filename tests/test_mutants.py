@@ -1,7 +1,6 @@
 """Mutation testing: the operators (no kernel), the runner on a small course (fast kernels, no JAX), and
 the committed MUTANTS.md of the real course (current and meeting the bar; nothing is rerun)."""
 import ast
-import json
 import textwrap
 
 import nbformat
@@ -12,11 +11,12 @@ from jaxpath.mutants import (COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, chapter_key
                              mutants_one, run_mutants)
 from jaxpath.mutate import generate, solution_lines
 
-from course_factory import VARIANTS, code, exercise, good_cells, make_course
+from course_factory import VARIANTS, exercise, good_cells, make_course
 
 
 def cell(body: str, head: str = "def f(x, key, table, c, a, b, i, n):") -> str:
-    return f"# ✍️ Your answer\n{head}\n    ### BEGIN SOLUTION\n{textwrap.indent(textwrap.dedent(body).strip(), '    ')}\n    ### END SOLUTION\n"
+    solution = textwrap.indent(textwrap.dedent(body).strip(), "    ")
+    return f"# ✍️ Your answer\n{head}\n    ### BEGIN SOLUTION\n{solution}\n    ### END SOLUTION\n"
 
 
 def mutated_lines(src: str) -> set[str]:

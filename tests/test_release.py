@@ -4,10 +4,9 @@ import json
 import nbformat
 import pytest
 
-from jaxpath import Config
 from jaxpath.release import find_leaks, release, secret_lines
 
-from course_factory import code, good_cells, make_course
+from course_factory import code
 
 pytestmark = pytest.mark.slow
 

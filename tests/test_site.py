@@ -422,7 +422,8 @@ def test_browser_every_internal_link_resolves_and_no_console_errors(page, site_s
             const out = [];
             for (const el of document.querySelectorAll('[href], [src]')) {
                 for (const a of ['href', 'src']) {
-                    if (el.hasAttribute(a) && el.tagName !== 'svg') out.push(el[a] instanceof SVGAnimatedString ? el[a].baseVal : el[a]);
+                    if (el.hasAttribute(a) && el.tagName !== 'svg')
+                        out.push(el[a] instanceof SVGAnimatedString ? el[a].baseVal : el[a]);
                 }
             }
             return {ids: Array.from(document.querySelectorAll('[id]'), e => e.id), urls: out};

@@ -14,12 +14,13 @@ from pathlib import Path
 import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
+from . import integrity
+from .sandbox import Limits, Sandbox
+
 
 NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
 """What nbgrader's autograde sets while a submission runs (nbgrader/converters/autograde.py), so a notebook
 that branches on it runs as it would under nbgrader."""
-from . import integrity
-from .sandbox import Limits, Sandbox
 
 GRADED, TIMED_OUT, CRASHED = "graded", "timed out", "crashed"
 
