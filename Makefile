@@ -30,9 +30,10 @@ sample: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --durations=15
 
-# Everything but the real chapters (one kernel per chapter): the quick loop while working on jaxpath.
+# Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
+# jaxpath. (The site tests in it read the executed chapters that `make` wrote.)
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -m "not chapters"
+	$(BIN)/python -m pytest -m "not slow and not chapters and not grade and not browser"
 
 # Benchmarks (not tests): validation time per chapter (one at a time, so the times are comparable), mutation
 # testing of the whole course (its budget: 20 min on 2 cores), then one batch graded by `jaxpath grade` and by
