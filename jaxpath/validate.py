@@ -7,6 +7,7 @@ the kernel's namespace, followed by the exercise's test cells; the chapter is no
 from __future__ import annotations
 
 import copy
+import json
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -35,6 +36,8 @@ class ChapterReport:
     executed: Path | None = None
     exercises: int = 0
     variants: int = 0
+    reused: bool = False
+    """True when an earlier proof with the same validation key was reused instead of running it again."""
 
     @property
     def ok(self) -> bool:
@@ -154,9 +157,49 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -
     return problems, nb
 
 
-def validate_one(config: Config, chapter_id: str, execute: bool = True) -> ChapterReport:
+def validation_key(config: Config, chapter_id: str) -> str:
+    """What a chapter's validation depends on: the notebook, its variants file, the jaxpath package, the
+    lock and the Python that runs it. A successful validation with this key need not be repeated."""
+    import hashlib
+    import platform
+
+    h = hashlib.sha256(platform.python_version().encode())
+    paths = [notebook_path(config, chapter_id), variants_path(config, chapter_id), config.manifest_path,
+             config.root / "requirements.txt"]
+    paths += sorted(Path(__file__).parent.rglob("*.py"))
+    for p in paths:
+        h.update(str(p.name).encode())
+        h.update(p.read_bytes() if p.exists() else b"-")
+    return h.hexdigest()
+
+
+def _proof_path(config: Config, chapter_id: str) -> Path:
+    return config.build / "validated" / f"{chapter_id}.json"
+
+
+def _reuse(config: Config, chapter_id: str) -> ChapterReport | None:
+    """The report of an earlier successful validation of exactly this chapter on exactly this stack."""
+    path, executed = _proof_path(config, chapter_id), config.executed / f"{chapter_id}.ipynb"
+    try:
+        proof = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if proof.get("key") != validation_key(config, chapter_id) or not executed.exists():
+        return None
+    return ChapterReport(chapter_id, [], 0.0, executed, proof.get("exercises", 0), proof.get("variants", 0), reused=True)
+
+
+def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: bool = False) -> ChapterReport:
+    """Validate one chapter. With `reuse`, a chapter that validated before with the same
+    `validation_key` (same notebook, variants, jaxpath, lock and Python: `make` leaves these proofs in
+    build/validated/) is not executed again."""
+    if reuse and execute:
+        earlier = _reuse(config, chapter_id)
+        if earlier is not None:
+            return earlier
     t0 = time.perf_counter()
     report = ChapterReport(chapter_id)
+    key = validation_key(config, chapter_id) if execute else ""
     try:
         ch = load_chapter(notebook_path(config, chapter_id), chapter_id, config.root,
                           variants_path(config, chapter_id))
@@ -179,10 +222,14 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True) -> Chapt
             out.unlink()  # never leave an executed copy of a previous version next to a failed run
         problems, _ = run_chapter(ch, config, out)
         report.problems += problems
+        proof = _proof_path(config, chapter_id)
+        proof.unlink(missing_ok=True)
         if problems:
             out.unlink(missing_ok=True)
         else:
             report.executed = out
+        if not report.problems:
+            write_atomic(proof, json.dumps({"key": key, "exercises": report.exercises, "variants": report.variants}))
     report.seconds = time.perf_counter() - t0
     return report
 

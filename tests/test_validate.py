@@ -126,3 +126,23 @@ def test_parallel_validation_reports_every_chapter(tmp_path):
     assert course_problems == []
     assert [r.id for r in reports] == ["demo/01_demo", "demo/02_later"]
     assert all(r.ok for r in reports)
+
+
+def test_a_proof_is_reused_only_for_exactly_what_it_proved(tmp_path):
+    root = make_course(tmp_path / "c")
+    config = Config.load(root)
+    first = validate_one(config, "demo/01_demo")
+    assert first.ok and not first.reused
+    again = validate_one(config, "demo/01_demo", reuse=True)
+    assert again.ok and again.reused and again.exercises == first.exercises and again.executed.exists()
+    assert not validate_one(config, "demo/01_demo").reused  # without reuse it runs
+    # a change to the variants (or the notebook, the manifest, jaxpath, the lock) invalidates the proof
+    (root / "variants/demo/01_demo.toml").write_text(VARIANTS + "\n# a comment\n")
+    assert not validate_one(config, "demo/01_demo", reuse=True).reused
+    # a failing chapter leaves no proof behind
+    nb = nbformat.read(root / NB, as_version=4)
+    nb.cells[3].source = "raise ValueError('broken')"
+    nbformat.write(nb, root / NB)
+    assert not validate_one(config, "demo/01_demo").ok
+    assert not (root / "build/validated/demo/01_demo.json").exists()
+    assert not validate_one(config, "demo/01_demo", reuse=True).reused
