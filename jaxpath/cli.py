@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .config import Config
-from .manifest import ManifestError
+from .errors import JaxpathError
 from .problems import ChapterError
 
 console = Console(highlight=False, soft_wrap=True)
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = Config.load(args.root)
         return args.func(args, config)
-    except (ManifestError, KeyError, ChapterError) as e:
+    except JaxpathError as e:
         console.print(f"[red]error:[/red] {e.args[0] if e.args else e}", soft_wrap=True)
         return 2
 

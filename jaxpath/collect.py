@@ -23,6 +23,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from .errors import JaxpathError
 from .files import write_atomic
 
 CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.IGNORECASE)
@@ -31,7 +32,7 @@ RESUBMIT = re.compile(r"^(?P<stem>.+?)-\d+$")
 MAX_FILE = 100 * 1024 * 1024
 
 
-class CollectError(Exception):
+class CollectError(JaxpathError):
     """The zip cannot be collected at all (unreadable, corrupt, no roster): nothing was written."""
 
 

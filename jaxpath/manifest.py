@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .errors import JaxpathError
 from .problems import Problem
 
 
@@ -59,7 +60,7 @@ class Manifest:
         return [c for c in self.chapters.values() if c.part == part]
 
 
-class ManifestError(Exception):
+class ManifestError(JaxpathError):
     pass
 
 

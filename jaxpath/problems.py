@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .errors import JaxpathError
 from pathlib import Path
 
 
@@ -30,7 +32,7 @@ class Problem:
         return f"{where}: {self.message}"
 
 
-class ChapterError(Exception):
+class ChapterError(JaxpathError):
     """Raised when a chapter cannot even be read (not JSON, not a notebook)."""
 
     def __init__(self, problem: Problem):

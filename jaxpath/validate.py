@@ -20,6 +20,7 @@ import nbformat
 from .chapter import (INTENDED_ERROR, Chapter, Exercise, check_exercise_counts, load_chapter, stub_source, tags,
                       visible_source)
 from .config import Config
+from .errors import UnknownChapter
 from .files import write_atomic
 from .execute import Session, stamp_notebook
 from .manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
@@ -250,8 +251,8 @@ def resolve_chapters(manifest: Manifest, names: Iterable[str] | None) -> list[st
         if not hits:
             planned = [c.id for c in manifest.chapters.values() if c.planned and (c.id == n or c.stem == n)]
             if planned:
-                raise KeyError(f"{planned[0]} is marked planned in the manifest: it has no notebook yet")
-            raise KeyError(f"no chapter {name!r} in the manifest (chapters: {', '.join(written)})")
+                raise UnknownChapter(f"{planned[0]} is marked planned in the manifest: it has no notebook yet")
+            raise UnknownChapter(f"no chapter {name!r} in the manifest (chapters: {', '.join(written)})")
         out += [h for h in hits if h not in out]
     return out
 

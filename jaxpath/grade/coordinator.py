@@ -17,6 +17,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from ..config import Config, ensure_venv_on_path, nbgrader_config
+from ..errors import JaxpathError
 from ..files import write_atomic
 from . import integrity, record
 from .record import FINAL, Status, StatusStore
@@ -29,7 +30,7 @@ MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
 
 
-class GradeError(Exception):
+class GradeError(JaxpathError):
     """Grading cannot start (no such assignment, no sandbox, ...): one clear sentence."""
 
 

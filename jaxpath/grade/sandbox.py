@@ -25,13 +25,15 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from ..errors import JaxpathError
+
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 UID_BASE = 61000
 UID_SLOTS = 64
 WORKDIR = "/submission"
 
 
-class SandboxUnavailable(RuntimeError):
+class SandboxUnavailable(JaxpathError, RuntimeError):
     """Isolation cannot be built here; grading refuses unless the grader opts out explicitly."""
 
 
