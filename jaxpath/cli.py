@@ -359,20 +359,43 @@ def cmd_collect(args, config: Config) -> int:
     return 1 if r.unplaced else 0
 
 
+def _setup_logging(verbose: int) -> None:
+    """One handler for jaxpath's loggers, on the console the progress bars use, so a warning is printed
+    above a live bar instead of through it."""
+    import logging
+
+    from rich.logging import RichHandler
+
+    log = logging.getLogger("jaxpath")
+    for h in list(log.handlers):
+        log.removeHandler(h)
+    handler = RichHandler(console=console, show_time=False, show_path=verbose > 1, markup=False)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG if verbose > 1 else logging.INFO if verbose else logging.WARNING)
+    log.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="jaxpath", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", default=None, help="the course directory (default: the current directory)")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("-v", "--verbose", action="count", default=0,
+                        help="say more: -v what each step does, -vv everything (debug)")
+    gradebook = argparse.ArgumentParser(add_help=False)
+    gradebook.add_argument("--db", default=None, help="gradebook URL (default: the course's, from nbgrader_config.py)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("validate", help="execute chapters; check exercises against the stub and the variants")
+    p = sub.add_parser("validate", parents=[common], help="execute chapters; check exercises against the stub and the variants")
     p.add_argument("chapters", nargs="*", help="chapter ids (basics/02_jit), names (02_jit) or parts (basics)")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs(), help="chapters validated in parallel")
     p.add_argument("--static", action="store_true", help="only the checks that need no kernel")
     p.add_argument("--times", action="store_true", help="print a table of validation time per chapter")
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("mutants", help="mutation testing: mutants of every reference solution against its tests")
+    p = sub.add_parser("mutants", parents=[common],
+                       help="mutation testing: mutants of every reference solution against its tests")
     p.add_argument("chapters", nargs="*", help="chapter ids (basics/02_jit), names (02_jit) or parts (basics)")
     p.add_argument("--jobs", type=int, default=_default_jobs(), help="chapters in parallel (default: %(default)s)")
     p.add_argument("--check", action="store_true",
@@ -381,35 +404,38 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--times", action="store_true", help="print a table of time per chapter and the wall clock")
     p.set_defaults(func=cmd_mutants)
 
-    p = sub.add_parser("release", help="nbgrader generate_assignment for every part into release/, checked for leaks")
+    p = sub.add_parser("release", parents=[common],
+                       help="nbgrader generate_assignment for every part into release/, checked for leaks")
     p.add_argument("--check", action="store_true", help="only report whether release/ is current")
     p.set_defaults(func=cmd_release)
 
-    p = sub.add_parser("appendix", help="reference-solutions appendix and self-study edition of validated chapters")
+    p = sub.add_parser("appendix", parents=[common],
+                       help="reference-solutions appendix and self-study edition of validated chapters")
     p.add_argument("chapters", nargs="*")
     p.set_defaults(func=cmd_appendix)
 
-    p = sub.add_parser("path", help="generate LEARNING_PATH.md from the manifest and the section tags")
+    p = sub.add_parser("path", parents=[common], help="generate LEARNING_PATH.md from the manifest and the section tags")
     p.add_argument("--check", action="store_true", help="only report whether LEARNING_PATH.md is current")
     p.set_defaults(func=cmd_path)
 
-    p = sub.add_parser("build", help="validate, release, appendix and path")
+    p = sub.add_parser("build", parents=[common], help="validate, release, appendix and path")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs())
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("site", help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
+    p = sub.add_parser("site", parents=[common],
+                       help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
     p.add_argument("--out", type=Path, default=None, help="the site folder (default: build/site/)")
     p.add_argument("-j", "--jobs", type=int, default=_default_jobs(), help="Sphinx processes")
     p.set_defaults(func=cmd_site)
 
-    p = sub.add_parser("grade", help="autograde submissions in parallel, isolated, resumable (Dask workers)")
+    p = sub.add_parser("grade", parents=[common, gradebook],
+                       help="autograde submissions in parallel, isolated, resumable (Dask workers)")
     p.add_argument("part", help="the assignment (nbgrader assignment id), e.g. basics")
     p.add_argument("--student", nargs="+", help="only these students")
     p.add_argument("--notebook", nargs="+", help="only these notebooks (names without .ipynb)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, default=None, help="local Dask workers (default: one per core)")
     where.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:port)")
-    p.add_argument("--db", default=None, help="gradebook URL (default: the course's, from nbgrader_config.py)")
     p.add_argument("--force", action="store_true", help="regrade notebooks that did not change")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run student code WITHOUT isolation (only where a sandbox cannot be built)")
@@ -422,43 +448,43 @@ def main(argv: list[str] | None = None) -> int:
                    help="do not warm a shared (read-only) JAX compilation cache with the reference solutions")
     p.set_defaults(func=cmd_grade)
 
-    p = sub.add_parser("feedback", help="HTML feedback per student, hidden tests never shown")
+    p = sub.add_parser("feedback", parents=[common, gradebook], help="HTML feedback per student, hidden tests never shown")
     p.add_argument("part")
     p.add_argument("--student", nargs="+")
-    p.add_argument("--db", default=None)
     p.set_defaults(func=cmd_feedback)
 
-    p = sub.add_parser("export", help="grades CSV (nbgrader's columns + status) and a Canvas gradebook CSV")
+    p = sub.add_parser("export", parents=[common, gradebook],
+                       help="grades CSV (nbgrader's columns + status) and a Canvas gradebook CSV")
     p.add_argument("part")
     p.add_argument("--output", type=Path, default=None, help="default: grades-PART.csv")
     p.add_argument("--canvas-output", type=Path, default=None, help="default: grades-PART-canvas.csv")
     p.add_argument("--canvas-column", default=None, help='Canvas assignment column, e.g. "Basics (12345)"')
-    p.add_argument("--db", default=None)
     p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("report", help="HTML report with plots on how the class did")
+    p = sub.add_parser("report", parents=[common, gradebook], help="HTML report with plots on how the class did")
     p.add_argument("part")
     p.add_argument("--output", type=Path, default=None, help="default: build/reports/PART.html")
-    p.add_argument("--db", default=None)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("sample", help="grade a small synthetic class in a scratch copy of the course")
+    p = sub.add_parser("sample", parents=[common], help="grade a small synthetic class in a scratch copy of the course")
     p.add_argument("--chapters", nargs="+", default=["basics/01_introduction", "basics/02_jit"])
     p.add_argument("--cell-timeout", type=int, default=20)
     p.set_defaults(func=cmd_sample)
 
-    p = sub.add_parser("check", help="run a notebook like nbgrader's Validate; exit 1 unless every self-check passes")
+    p = sub.add_parser("check", parents=[common],
+                       help="run a notebook like nbgrader's Validate; exit 1 unless every self-check passes")
     p.add_argument("notebooks", nargs="+")
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("collect", help="put an LMS zip of submissions into submitted/, mapped by a roster")
+    p = sub.add_parser("collect", parents=[common], help="put an LMS zip of submissions into submitted/, mapped by a roster")
     p.add_argument("zip")
     p.add_argument("part")
     p.add_argument("--roster", required=True, help="CSV with columns student_id, lms_id (and optionally name)")
     p.set_defaults(func=cmd_collect)
 
     args = parser.parse_args(argv)
+    _setup_logging(args.verbose)
     try:
         config = Config.load(args.root)
         return args.func(args, config)
