@@ -20,25 +20,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
-STAMP_CODE = r"""
-def __jaxpath_stamp():
-    import json, platform, datetime, importlib.metadata as md
-    out = {"python": platform.python_version(), "platform": platform.platform(),
-           "machine": platform.machine(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    for pkg in ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "nbgrader"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            pass
-    import sys
-    if "jax" in sys.modules:
-        jax = sys.modules["jax"]
-        out["backend"] = jax.default_backend()
-        out["devices"] = len(jax.devices())
-    print("__JAXPATH_STAMP__" + json.dumps(out))
-__jaxpath_stamp(); del __jaxpath_stamp
-"""
-
+from .kernel import source as kernel_source
 
 HIDDEN_ERROR = "HiddenError"
 
@@ -291,7 +273,7 @@ class Session:
             pass
 
     def stamp(self) -> dict:
-        outcome, outputs = self.run_code(STAMP_CODE)
+        outcome, outputs = self.run_code(kernel_source("stamp"))
         for out in outputs:
             if out.get("output_type") == "stream" and "__JAXPATH_STAMP__" in out.get("text", ""):
                 line = [l for l in out["text"].splitlines() if l.startswith("__JAXPATH_STAMP__")][0]

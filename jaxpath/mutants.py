@@ -13,7 +13,7 @@ reference in every way the statement cares about), which the author records in t
 
 The machinery is validate's: one kernel per chapter runs the chapter top to bottom; at each answer cell,
 before the reference runs, the reference and then every mutant run in a throw-away copy of the kernel's
-namespace (`trial.run`, one round trip each), followed by the exercise's test cells. A mutant has a time
+namespace (`jaxpath.kernel.trial.run`, one round trip each), followed by the exercise's test cells. A mutant has a time
 limit (a multiple of the reference's time, with a floor); one that hangs is interrupted, and if the
 kernel does not answer, it is restarted and the chapter replayed up to the exercise.
 
@@ -149,9 +149,9 @@ class _Kernel:
         self.s = Session(self.nb, self.cwd, timeout=self.config.cell_timeout,
                          startup_timeout=self.config.startup_timeout, kernel_name=self.config.kernel_name)
         self.s.__enter__()
-        out, _ = self.s.run_code("import jaxpath.trial as __jaxpath_trial")
+        out, _ = self.s.run_code("import jaxpath.kernel.trial as __jaxpath_trial")
         if not out.ok:
-            raise RuntimeError(f"the kernel cannot import jaxpath.trial: {out.summary}")
+            raise RuntimeError(f"the kernel cannot import jaxpath.kernel.trial: {out.summary}")
 
     def run(self, index: int):
         out = self.s.run(index)

@@ -1,7 +1,7 @@
 """Runs inside a chapter's kernel: one candidate answer and its exercise's tests, in a throw-away copy
 of the kernel's namespace, with one round trip to the kernel.
 
-`jaxpath mutants` imports this module in the kernel (the kernel runs the course's Python, where
+`jaxpath mutants` imports this module in the kernel as jaxpath.kernel.trial (the kernel runs the course's Python, where
 jaxpath is installed) and calls `run(globals(), answer, tests, label)`; the JSON it returns travels
 back in the execute reply's user expression.
 """
