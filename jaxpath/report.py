@@ -4,7 +4,6 @@ did not grade cleanly with its reason."""
 from __future__ import annotations
 
 import base64
-import html
 import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -22,6 +21,15 @@ class ClassReport:
     path: Path
     students: int
     notebooks: int
+
+
+def _template():
+    """The page (templates/report.html.j2), HTML-escaped by Jinja2."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("jaxpath", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2")
 
 
 def _png(fig) -> str:
@@ -111,31 +119,11 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         ax.set_title("Time per notebook")
         figs.append(("Time per notebook", _png(fig)))
-    e = html.escape
-    parts = [f"<h1>Grading report: {e(part)}</h1>",
-             f"<p>{len(totals)} students, {len(statuses)} notebooks graded by jaxpath. Status counts: "
-             + ", ".join(f"{v} {e(k)}" for k, v in sorted(Counter(s.status for s in statuses).items())) + ".</p>"]
-    for title, src in figs:
-        parts.append(f"<h2>{e(title)}</h2><img alt='{e(title)}' src='{src}'>")
-    parts.append("<h2>Most common failures per exercise</h2>")
-    if not failures:
-        parts.append("<p>No test failed.</p>")
-    for (nb, gid), counter in sorted(failures.items()):
-        parts.append(f"<h3>{e(nb)} · {e(gid)}</h3><table><tr><th>students</th><th>message</th></tr>"
-                     + "".join(f"<tr><td>{n}</td><td><code>{e(m)}</code></td></tr>" for m, n in counter.most_common(5))
-                     + "</table>")
-    bad = [s for s in statuses if s.status != "graded"]
-    parts.append("<h2>Submissions that did not grade cleanly</h2>")
-    parts.append("<p>None.</p>" if not bad else
-                 "<table><tr><th>student</th><th>notebook</th><th>status</th><th>score</th><th>reason</th></tr>"
-                 + "".join(f"<tr><td>{e(s.student)}</td><td>{e(s.notebook)}</td><td>{e(s.status)}</td>"
-                           f"<td>{'' if s.score is None else f'{s.score:g}/{s.max_score:g}'}</td><td>{e(s.reason)}</td></tr>"
-                           for s in bad) + "</table>")
-    style = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
-             "table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.25rem .5rem;"
-             "text-align:left}img{max-width:100%}code{font-size:.9em}")
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>Grading report: {e(part)}</title>"
-            f"<style>{style}</style></head><body>{''.join(parts)}</body></html>")
+    page = _template().render(
+        part=part, students=len(totals), notebooks=len(statuses),
+        status_counts=sorted(Counter(s.status for s in statuses).items()), figures=figs,
+        failures=[(key, counter.most_common(5)) for key, counter in sorted(failures.items())],
+        bad=[s for s in statuses if s.status != "graded"])
     out = output or config.build / "reports" / f"{part}.html"
     write_atomic(Path(out), page.encode("utf-8"))
     return ClassReport(Path(out), len(totals), len(statuses))
