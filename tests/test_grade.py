@@ -421,3 +421,22 @@ def test_nbgrader_execution_is_set_as_nbgrader_sets_it(tmp_path):
                    capture_output=True)
     ours, theirs = cell_scores(cfg.db_url, "correct", "01_demo"), cell_scores(other_db, "correct", "01_demo")
     assert ours == theirs and ours["double-check"] == 2, (ours, theirs)
+
+
+def test_files_a_notebook_writes_come_back_without_following_links(tmp_path):
+    """What comes back from a worker's folder: new and changed plain files, within the size limit; a link is
+    named, never read (it could point anywhere the worker can read); removed files are listed."""
+    from jaxpath.grade.sandbox import written_files
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "new.txt").write_text("made by the notebook")
+    (tmp_path / "sub" / "data.csv").write_text("changed")
+    (tmp_path / "same.txt").write_text("as sent")
+    (tmp_path / "big.bin").write_bytes(b"x" * 2048)
+    (tmp_path / "link").symlink_to("/etc/passwd")
+    sent = {"same.txt": b"as sent", "sub/data.csv": b"as sent", "gone.txt": b"deleted by the notebook"}
+    w = written_files(tmp_path, sent, max_bytes=1024)
+    assert w.files == {"new.txt": b"made by the notebook", "sub/data.csv": b"changed"}
+    assert w.removed == ["gone.txt"]
+    assert any(x.startswith("link (not a plain file)") for x in w.left_out)
+    assert any(x.startswith("big.bin (past") for x in w.left_out)

@@ -14,7 +14,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
-from jaxpath.grade import GradeError, grade, record, sandbox_problem
+from jaxpath import files as jfiles
+from jaxpath.grade import GradeError, grade, sandbox_problem
 from jaxpath.grade.record import StatusStore
 
 from test_grade import (BLOCKER, LIMITS, add_blocking_submission, remove_blocking_submission, synthetic_class,
@@ -47,11 +48,11 @@ def test_disk_full_while_recording(tmp_path, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fsync(fd)
 
-    monkeypatch.setattr(record.os, "fsync", fsync)
+    monkeypatch.setattr(jfiles.os, "fsync", fsync)  # what write_atomic calls
     with pytest.raises(GradeError, match="disk is full") as err:
         grade(cfg, "demo", students=STUDENTS, workers=1, limits=LIMITS, sandbox=SANDBOX)
     assert "run the same command again" in str(err.value)
-    monkeypatch.setattr(record.os, "fsync", real_fsync)
+    monkeypatch.setattr(jfiles.os, "fsync", real_fsync)
     assert not list((root / "autograded").rglob(".*.jaxpath-tmp")), "no half-written file is left"
     for nb_path in (root / "autograded").rglob("*.ipynb"):
         nbformat.read(nb_path, as_version=4)

@@ -3,11 +3,14 @@ execution to Dask workers, and record what comes back. It is the only writer of 
 gradebook."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+import shutil
 import sys
+import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -24,7 +27,7 @@ from .record import FINAL, Status, StatusStore
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .worker import CRASHED, GRADED, run_task
 
-GRADER_VERSION = "jaxpath-grade-2"
+GRADER_VERSION = "jaxpath-grade-3"
 INVALID, TAMPERED, MISSING = "invalid notebook", "tampered", "missing"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
@@ -173,21 +176,38 @@ class Coordinator:
         return jobs
 
     def _extra_files(self, pdir: Path) -> dict[str, bytes]:
-        """Non-notebook files beside the submission, then the source's own files over them (as nbgrader does)."""
+        """The files nbgrader's autograde puts beside the notebook: the submission's other files, then the
+        source's own files over them, except those `c.Autograde.exclude_overwriting` names for this
+        assignment; `c.CourseDirectory.ignore` (checkpoints, __pycache__, feedback) and notebooks are left
+        out, as nbgrader leaves them out. Links are never followed."""
+        from nbgrader.utils import find_all_files
+
         files, total = {}, 0
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        exclude = set(self._exclude_overwriting())
         for base, own in ((pdir, True), (src, False)):
             if not base.is_dir():
                 continue
-            for p in sorted(base.rglob("*")):
-                if not p.is_file() or p.suffix == ".ipynb" or ".ipynb_checkpoints" in p.parts or p.is_symlink():
+            for name in sorted(find_all_files(str(base), list(self.coursedir.ignore) + ["*.ipynb"])):
+                p = Path(name)
+                rel = str(p.relative_to(base))
+                if p.is_symlink() or not p.is_file():
+                    continue
+                if not own and os.path.normpath(rel) in exclude:
                     continue
                 size = p.stat().st_size
                 if own and total + size > MAX_EXTRA_BYTES:
                     continue
                 total += size
-                files[str(p.relative_to(base))] = p.read_bytes()
+                files[rel] = p.read_bytes()
         return files
+
+    def _exclude_overwriting(self) -> list[str]:
+        value = self.nbcfg.get("Autograde", {}).get("exclude_overwriting", {})
+        try:
+            return [os.path.normpath(x) for x in dict(value).get(self.part, [])]
+        except (TypeError, ValueError):
+            return []
 
     def _hash(self, job: Job) -> str:
         h = hashlib.sha256(GRADER_VERSION.encode())
@@ -221,6 +241,11 @@ class Coordinator:
         from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
         pdir = Path(self.coursedir.root) / self.coursedir.submitted_directory / job.student / self.part
+        if job.path is None and not any(pdir.glob("*.ipynb")):
+            # nbgrader's autograde finds no notebook to grade and records no submission: neither does jaxpath
+            job.status = self._status(job, MISSING, f"no {job.notebook}.ipynb was submitted (the folder has no "
+                                                    "notebook: no submission is recorded, as under nbgrader)")
+            return
         try:
             timestamp = self.coursedir.get_existing_timestamp(str(pdir))
         except Exception:
@@ -347,11 +372,17 @@ class Coordinator:
                 return
             ref = integrity.Reference()
             try:
+                stack = contextlib.ExitStack()
                 nb = nbformat.read(path, as_version=4)
                 answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
                 ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
                 ignore: set[str] = set()
-                with Session(nb, path.parent, timeout=self.limits.cell_timeout, env=env) as s:
+                # In a scratch copy: what the reference writes must not land in source/ (nor reach autograded/).
+                scratch = Path(tempfile.mkdtemp(prefix="jaxpath-ref-"))
+                stack.callback(shutil.rmtree, scratch, True)
+                shutil.copytree(path.parent, scratch, dirs_exist_ok=True, symlinks=True,
+                                ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+                with Session(nb, scratch, timeout=self.limits.cell_timeout, env=env) as s:
                     s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
                     for i, cell in enumerate(nb.cells):
                         if cell.cell_type != "code" or s.dead:
@@ -374,6 +405,8 @@ class Coordinator:
                     marker.touch()
             except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
                 log.warning("the reference run of %s failed: %s", path, e)
+            finally:
+                stack.close()
             refs[name] = ref
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
@@ -398,6 +431,10 @@ class Coordinator:
         ts = job.path.parent / "timestamp.txt" if job.path else None
         if ts and ts.exists():
             write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
+        # What the notebook wrote in its folder lands where nbgrader's run in autograded/ leaves it: over the
+        # files copied in (the notebook ran after them), and the executed notebook over everything.
+        record.remove_files(result.get("removed", []), out_dir)
+        record.copy_files(result.get("written", {}), out_dir)
         write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
         status, reason = result["status"], result["reason"]
         if result.get("tampering"):

@@ -18,7 +18,9 @@ error output was printed. The grader decides it from four:
 4. **The names a test reads mean what they meant in the reference run.** Each global name a test cell
    reads (but does not assign), other than the names the student is asked to define, must have the same
    fingerprint (module name; a function's module, qualified name and code; a class's name; a value's
-   type) as in the reference solution's run.
+   type) as in the reference solution's run. The names the student defines are those the source's answer
+   cells bind, and any name the reference run leaves undefined where the test runs (a course whose source
+   keeps the answer cell as a stub): only student code can have bound it, so it is the student's.
 
 A test cell that passed while any of these fails is not counted (it gets an error output saying why) and
 the notebook is flagged *tampered* for a person to review. Test cells that passed before the tampering
@@ -221,6 +223,9 @@ def __jaxpath_probe(nonce, names, ignore):
         st.result = json.dumps(out)
 __jaxpath_probe(__NONCE__, __NAMES__, set(__IGNORE__)); del __jaxpath_probe, _fp
 '''
+
+UNDEFINED = "undefined"
+"""The fingerprint of a name that is not bound (neither in the user namespace nor a builtin)."""
 
 RESULT = "__import__('sys').modules['_jaxpath_integrity'].result"
 """The user expression that brings the prelude's and the probe's results back in the kernel's execute

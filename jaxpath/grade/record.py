@@ -88,3 +88,11 @@ def copy_files(files: dict[str, bytes], dest: Path) -> None:
         target = (dest / rel).resolve()
         if dest.resolve() in target.parents:
             write_atomic(target, data)
+
+
+def remove_files(names, dest: Path) -> None:
+    """Remove files under dest (a notebook deleted them in its folder); nothing outside dest is touched."""
+    for rel in names:
+        target = dest / rel
+        if dest.resolve() in target.resolve().parents and (target.is_file() or target.is_symlink()):
+            target.unlink()

@@ -31,6 +31,8 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 UID_BASE = 61000
 UID_SLOTS = 64
 WORKDIR = "/submission"
+MAX_WRITTEN_FILES = 1000
+"""Files a notebook writes that come back to autograded/ (with the file size limit, Limits.file_mb, for all)."""
 
 
 class SandboxUnavailable(JaxpathError, RuntimeError):
@@ -206,9 +208,12 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits: Limits, env: d
 
 def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     bindir = str(Path(sys.executable).parent)
+    # Tools' caches and settings (matplotlib's font list, XDG folders) go to /tmp, not into the work folder,
+    # whose new files come back to autograded/ as the notebook's own.
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu",
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp/.matplotlib", "XDG_CACHE_HOME": "/tmp/.cache",
+           "XDG_CONFIG_HOME": "/tmp/.config", "XDG_DATA_HOME": "/tmp/.local/share"}
     env.update(extra or {})
     return env
 
@@ -235,6 +240,67 @@ class SandboxedKernelManager(AsyncKernelManager):
         return list(self.sandbox_prefix) + super().format_kernel_cmd(extra_arguments)
 
 
+@dataclass
+class Written:
+    """What a notebook left in its folder that was not there, or not so, when it started."""
+    files: dict[str, bytes]
+    removed: list[str]
+    left_out: list[str]
+    """Files not brought back: past the size limit, or not plain files (links, pipes)."""
+
+
+def _read(fd: int, n: int, offset: int = 0) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        b = os.pread(fd, min(n - got, 1 << 20), offset + got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
+
+
+def written_files(root: Path, sent: dict[str, bytes], max_bytes: int) -> Written:
+    """New and changed regular files under `root` (links are never followed, nor read), at most `max_bytes`
+    in all; and which of the files sent in are gone."""
+    import stat
+
+    files, left_out, total, seen, extra = {}, [], 0, set(), 0
+    root = Path(root)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            seen.add(rel)
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:
+                left_out.append(f"{rel} (not a plain file)")
+                continue
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    left_out.append(f"{rel} (not a plain file)")
+                    continue
+                if rel in sent and st.st_size == len(sent[rel]) and _read(fd, st.st_size + 1) == sent[rel]:
+                    continue
+                data = _read(fd, max_bytes - total + 1, 0)
+                if total + len(data) > max_bytes:
+                    left_out.append(f"{rel} (past the {max_bytes // (1024 * 1024)} MB kept per notebook)")
+                    continue
+                if len(files) >= MAX_WRITTEN_FILES:
+                    extra += 1
+                    continue
+                total += len(data)
+                files[rel] = data
+            finally:
+                os.close(fd)
+    if extra:
+        left_out.append(f"{extra} more files (past the {MAX_WRITTEN_FILES} files kept per notebook)")
+    return Written(files, sorted(set(sent) - seen), left_out[:20])
+
+
 class Sandbox:
     """Everything one sandboxed kernel needs, created on enter and destroyed on exit.
 
@@ -245,6 +311,7 @@ class Sandbox:
     def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None,
                  jax_cache: str | None = None):
         self.files, self.limits, self.env = files, limits, dict(env or {})
+        self.written = Written({}, [], [])
         self.jax_cache = jax_cache if jax_cache and os.path.isdir(jax_cache) else None
         if self.jax_cache:
             self.env.update(JAX_COMPILATION_CACHE_DIR=JAX_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
@@ -283,6 +350,8 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         try:
             self.cgroup.kill_all()
+            # Every process of the notebook is gone: nothing can swap a file for a link while it is read.
+            self.written = written_files(self.workdir, self.files, self.limits.file_mb * 1024 * 1024)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
             self.slot.release()

@@ -15,7 +15,7 @@ import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
 from . import integrity
-from .sandbox import Limits, Sandbox
+from .sandbox import Limits, Sandbox, Written, written_files
 
 
 NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
@@ -32,10 +32,12 @@ def _error_output(ename: str, evalue: str):
 def run_task(task: dict) -> dict:
     """Execute task['notebook'] (nbformat JSON) with task['files'] beside it.
 
-    Returns the executed notebook, a status ('graded', 'timed out', 'crashed') and its reason. Cells that
+    Returns the executed notebook, a status ('graded', 'timed out', 'crashed') and its reason, and the files
+    the notebook created or changed in its folder ('written') and those it removed ('removed'). Cells that
     could not run after a crash or a timeout get an error output saying so, so they score zero while the
     cells graded before keep their points."""
     limits = Limits(**task.get("limits", {}))
+    written = Written({}, [], [])
     nb = nbformat.reads(task["notebook"], as_version=4)
     files = dict(task.get("files", {}))
     t0 = time.perf_counter()
@@ -85,6 +87,7 @@ def run_task(task: dict) -> dict:
                 _mark_rest(nb, code_cells, "not run: the kernel did not start")
             if status == CRASHED and sb.cgroup.oom_killed():
                 reason += f": it used more than its {limits.memory_mb} MB of memory"
+        written = sb.written
     else:
         with tempfile.TemporaryDirectory(prefix="jaxpath-nosbx-") as d:
             for rel, data in files.items():
@@ -97,11 +100,15 @@ def run_task(task: dict) -> dict:
             with Session(nb, d, timeout=limits.cell_timeout, env=env,
                          kernel_name=task.get("kernel_name", "python3")) as s:
                 execute(s)
+            written = written_files(Path(d), files, limits.file_mb * 1024 * 1024)
     if guard and guard.broken:  # graded all the same, but the grader says what it could not check
         reason = (reason + "; " if reason else "") + guard.broken + ": tampering in the kernel was not checked"
+    if written.left_out:
+        reason = (reason + "; " if reason else "") + "files it wrote not kept: " + ", ".join(written.left_out[:5])
     return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
             "seconds": time.perf_counter() - t0, "worker": socket.gethostname(),
-            "tampering": guard.evidence if guard else []}
+            "tampering": guard.evidence if guard else [],
+            "written": written.files, "removed": written.removed}
 
 
 class _Guard:
@@ -149,7 +156,9 @@ class _Guard:
         # Probe after every test, passed or not: tampering is flagged for review even when it did not pay.
         passed = out.ok
         gid = self.tests[i]
-        expect = self.names.get(gid, {})
+        # A name the course leaves undefined at this test (its answer cell is a stub, or the reference never
+        # binds it) can only have been bound by the student's code: it is theirs, whatever it holds.
+        expect = {n: fp for n, fp in self.names.get(gid, {}).items() if fp != integrity.UNDEFINED}
         nonce = integrity.new_token()
         ok, text = session.evaluate(integrity.probe_code(nonce, expect, self.ignore), integrity.RESULT)
         data = integrity.parse_result(text) if ok else None
