@@ -61,6 +61,18 @@ def synthetic_class(root: Path) -> dict:
             "malformed": (0, 5), "sneaky": (3, 3)}
 
 
+def stock_autograde(root: Path, part: str, db_url: str, students=(None,)) -> None:
+    """Stock `nbgrader autograde` of `part` into a gradebook of its own (db_url) and autograded-nbgrader/,
+    beside whatever jaxpath graded in the same course: the side-by-side comparison the parity tests make."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={db_url}"],
+                   cwd=root, env=env, check=True, capture_output=True)
+    for student in students:
+        subprocess.run([BIN / "nbgrader", "autograde", part, "--force", *(["--student", student] if student else []),
+                        f"--CourseDirectory.db_url={db_url}", "--CourseDirectory.autograded_directory=autograded-nbgrader"],
+                       cwd=root, env=env, check=True, capture_output=True)
+
+
 def cell_scores(db_url: str, student: str, notebook: str) -> dict:
     with Gradebook(db_url) as gb:
         nb = gb.find_submission_notebook(notebook, "demo", student)
@@ -78,15 +90,9 @@ def graded_class(tmp_path_factory):
 
 def test_same_scores_as_nbgrader_autograde(graded_class):
     root, cfg, expected, _ = graded_class
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force", f"--CourseDirectory.db_url={other_db}"],
-                   cwd=root, env=env, check=True, capture_output=True)
+    stock_autograde(root, "demo", other_db, ("correct", "partly", "stub", "sneaky"))
     for student in ("correct", "partly", "stub", "sneaky"):
-        subprocess.run([BIN / "nbgrader", "autograde", "demo", "--student", student, "--force",
-                        f"--CourseDirectory.db_url={other_db}",
-                        "--CourseDirectory.autograded_directory=autograded-nbgrader"],
-                       cwd=root, env=env, check=True, capture_output=True)
         for chapter in ("01_demo", "02_later"):
             assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
 
@@ -370,11 +376,7 @@ def test_grades_nbgraders_own_example_course_like_nbgrader(tmp_path):
     subprocess.run([BIN / "nbgrader", "generate_assignment", "ps1", "--force"], cwd=root, env=env, check=True,
                    capture_output=True)
     own_db = f"sqlite:///{root / 'nbgrader-own.db'}"
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "ps1", "--force", f"--CourseDirectory.db_url={own_db}"],
-                   cwd=root, env=env, check=True, capture_output=True)
-    subprocess.run([BIN / "nbgrader", "autograde", "ps1", "--force", f"--CourseDirectory.db_url={own_db}",
-                    "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    stock_autograde(root, "ps1", own_db)
     cfg = Config.load(root)
     report = grade(cfg, "ps1", workers=2, sandbox=sandbox_problem() is None, compile_cache=False)
     by = {(s.student, s.notebook): s for s in report.results}
@@ -414,11 +416,7 @@ def test_nbgrader_execution_is_set_as_nbgrader_sets_it(tmp_path):
     cfg = Config.load(root)
     grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
     other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force", f"--CourseDirectory.db_url={other_db}"],
-                   cwd=root, env=env, check=True, capture_output=True)
-    subprocess.run([BIN / "nbgrader", "autograde", "demo", "--force", f"--CourseDirectory.db_url={other_db}",
-                    "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    stock_autograde(root, "demo", other_db)
     ours, theirs = cell_scores(cfg.db_url, "correct", "01_demo"), cell_scores(other_db, "correct", "01_demo")
     assert ours == theirs and ours["double-check"] == 2, (ours, theirs)
 
