@@ -438,3 +438,31 @@ def test_files_a_notebook_writes_come_back_without_following_links(tmp_path):
     assert w.removed == ["gone.txt"]
     assert any(x.startswith("link (not a plain file)") for x in w.left_out)
     assert any(x.startswith("big.bin (past") for x in w.left_out)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="starting processes as another uid needs root")
+def test_a_uid_is_cleared_of_leftover_processes_before_it_is_reused():
+    """A fork bomb's leftovers under a slot's uid would starve the next kernel there (RLIMIT_NPROC counts per
+    uid): clear_uid kills them and waits until none is left."""
+    from jaxpath.grade.sandbox import UID_BASE, UID_SLOTS, clear_uid, uid_processes
+
+    uid = UID_BASE + UID_SLOTS + 7  # outside the grader's own slots: no test grading at the same time uses it
+    # /bin/sh, not this Python: it may live where another uid cannot execute it (pyenv under /root)
+    spawner = "for i in 1 2 3 4 5; do sleep 1000 & done; sleep 1000"
+    procs = [subprocess.Popen(["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/bin/sh", "-c",
+                               spawner]) for _ in range(3)]
+    try:
+        deadline = time.time() + 60
+        while len(uid_processes(uid)) < 18 and time.time() < deadline:  # 3 shells, each with 5 + 1 sleeps
+            time.sleep(0.05)
+        assert len(uid_processes(uid)) >= 18
+        import threading
+
+        for p in procs:  # this test is the shells' parent: reap them as they die, as bwrap's init does in a sandbox
+            threading.Thread(target=p.wait, daemon=True).start()
+        assert clear_uid(uid)
+        assert uid_processes(uid) == []
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

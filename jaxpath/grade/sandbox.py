@@ -75,8 +75,45 @@ def sandbox_problem() -> str | None:
     return None
 
 
+def uid_processes(uid: int) -> list[int]:
+    """Processes (zombies included) whose real or effective uid is `uid`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            for line in (d / "status").read_text().splitlines():
+                if line.startswith("Uid:"):
+                    real, effective = line.split()[1:3]
+                    if uid in (int(real), int(effective)):
+                        out.append(int(d.name))
+                    break
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def clear_uid(uid: int, deadline: float = 60.0) -> bool:
+    """Kill every process of `uid` and wait until none is left (RLIMIT_NPROC counts them, zombies too, so a
+    fork bomb's leftovers would starve the next kernel on this uid). False if some are still there at the
+    deadline."""
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        pids = uid_processes(uid)
+        if not pids:
+            return True
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.05)
+    return not uid_processes(uid)
+
+
 class UidSlot:
-    """An unprivileged uid held for the life of one kernel (RLIMIT_NPROC counts per uid)."""
+    """An unprivileged uid held for the life of one kernel (RLIMIT_NPROC counts per uid). A slot is handed out
+    only once no process of its uid is left (a previous notebook's, killed but not yet gone)."""
 
     def __init__(self, lock_dir: Path = Path(tempfile.gettempdir()) / "jaxpath-uids"):
         lock_dir.mkdir(mode=0o700, exist_ok=True)
@@ -87,6 +124,9 @@ class UidSlot:
                     fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     fh.close()
+                    continue
+                if not clear_uid(UID_BASE + n, deadline=5.0):
+                    fh.close()  # leftovers that will not die yet: try another uid
                     continue
                 self._fh, self.uid = fh, UID_BASE + n
                 return
@@ -133,8 +173,11 @@ class Cgroup:
         except (OSError, ValueError, IndexError):
             return False
 
-    def kill_all(self) -> None:
-        for _ in range(50):
+    def kill_all(self, deadline: float = 60.0) -> None:
+        """Kill every process in the cgroups until they are empty (a fork bomb keeps forking while it is
+        killed, and a loaded machine is slow to reap: wait for empty, not for a number of rounds)."""
+        end = time.monotonic() + deadline
+        while time.monotonic() < end:
             pids = set()
             for p in self.paths:
                 try:
@@ -350,6 +393,7 @@ class Sandbox:
     def __exit__(self, *exc) -> None:
         try:
             self.cgroup.kill_all()
+            clear_uid(self.slot.uid)  # and anything of its uid that escaped the cgroup's accounting
             # Every process of the notebook is gone: nothing can swap a file for a link while it is read.
             self.written = written_files(self.workdir, self.files, self.limits.file_mb * 1024 * 1024)
         finally:
