@@ -318,7 +318,7 @@ class _Collector(ast.NodeVisitor):
                 f = ast.Name(new, ast.Load())
             self.add(node, ast.Call(f, node.args, node.keywords), "function", f"{name} → {new}")
         if name in ("range", "fori_loop"):  # loop bounds off by one (literal bounds: the number operator)
-            for j, arg in enumerate(node.args[:2] if name == "fori_loop" else node.args[:2]):
+            for j, arg in enumerate(node.args[:2]):
                 if isinstance(arg, ast.Constant) or (isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant)):
                     continue
                 for k in (1, -1):
@@ -338,15 +338,11 @@ class _Collector(ast.NodeVisitor):
                 for ax in (0, -1):
                     self.add(node, ast.Call(node.func, node.args, node.keywords + [ast.keyword("axis", _int(ax))]),
                              "axis", f"axis={ax} added to {name}")
-            if "keepdims" in kws:
-                kd = kws["keepdims"].value
-                if isinstance(kd, ast.Constant):
-                    pass  # the flag operator flips it
-            else:
-                if name not in {"argmax", "argmin", "sort", "argsort", "squeeze", "expand_dims", "softmax",
-                                "log_softmax", "cumsum", "cumprod"}:
-                    self.add(node, ast.Call(node.func, node.args, node.keywords + [ast.keyword("keepdims", ast.Constant(True))]),
-                             "axis", f"keepdims=True added to {name}")
+            # a keepdims= already there is flipped by the flag operator
+            if "keepdims" not in kws and name not in {"argmax", "argmin", "sort", "argsort", "squeeze", "expand_dims",
+                                                      "softmax", "log_softmax", "cumsum", "cumprod"}:
+                self.add(node, ast.Call(node.func, node.args, node.keywords + [ast.keyword("keepdims", ast.Constant(True))]),
+                         "axis", f"keepdims=True added to {name}")
         for k in node.keywords:
             if k.arg is None:
                 continue
@@ -394,9 +390,6 @@ class _Collector(ast.NodeVisitor):
     def visit_Expr(self, node):
         if not (isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
             self.add(node, "pass", "delete", "statement removed")
-        self.generic_visit(node)
-
-    def visit_Return(self, node):
         self.generic_visit(node)
 
     def visit_If(self, node):
