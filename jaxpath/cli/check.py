@@ -1,0 +1,41 @@
+"""`jaxpath check`: the learner's self-check of a notebook, as nbgrader's Validate runs it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..config import Config
+from ..problems import ChapterError
+from ._console import console
+
+
+def register(sub, parents) -> None:
+    p = sub.add_parser("check", parents=[parents.common],
+                       help="run a notebook like nbgrader's Validate; exit 1 unless every self-check passes")
+    p.add_argument("notebooks", nargs="+")
+    p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    p.set_defaults(func=run)
+
+
+def run(args, config: Config) -> int:
+    from ..check import check
+
+    rc = 0
+    for path in args.notebooks:
+        try:
+            r = check(Path(path), timeout=args.timeout)
+        except ChapterError as e:
+            console.print(f"[red]✗[/red] {e}")
+            rc = 1
+            continue
+        console.print(f"[bold]{path}[/bold] ({r.seconds:.1f} s)")
+        for res in r.results:
+            mark = "[green]✓ passes[/green]" if res.passed else "[red]✗ fails[/red]"
+            console.print(f"  {mark}  {res.title or res.grade_id}  [dim]({res.grade_id}, {res.points:g} pt)[/dim]")
+            if not res.passed:
+                console.print(f"           {res.message}")
+        for err in r.errors:
+            console.print(f"  [yellow]note[/yellow] {err}")
+        passed = sum(x.passed for x in r.results)
+        console.print(f"  {passed}/{len(r.results)} self-checks pass")
+        rc |= 0 if r.ok else 1
+    return rc

@@ -1,0 +1,37 @@
+"""`jaxpath sample`: grade a small synthetic class in a scratch copy of the course."""
+from __future__ import annotations
+
+from ..config import Config
+from ._console import console
+
+
+def register(sub, parents) -> None:
+    from ..sample import SAMPLE_CHAPTERS
+
+    p = sub.add_parser("sample", parents=[parents.common],
+                       help="grade a small synthetic class in a scratch copy of the course")
+    p.add_argument("--chapters", nargs="+", default=list(SAMPLE_CHAPTERS), help="default: %(default)s")
+    p.add_argument("--cell-timeout", type=int, default=20)
+    p.set_defaults(func=run)
+
+
+def run(args, config: Config) -> int:
+    from ..grade import sandbox_problem
+    from . import main
+    from ..report import report
+    from ..sample import make_sample_class
+
+    dest = config.build / "sample-class"
+    console.print(f"[bold]A sample class[/bold]: six synthetic students on {', '.join(args.chapters)}, graded in a "
+                  f"scratch copy of the course ({dest.relative_to(config.root)})")
+    sample = make_sample_class(config, dest, tuple(args.chapters))
+    no_sandbox = bool(sandbox_problem())
+    if no_sandbox:
+        console.print(f"[yellow]no sandbox here ({sandbox_problem()}): grading the sample class without isolation[/yellow]")
+    sub_args = ["--root", str(dest), "grade", sample.part, "--cell-timeout", str(args.cell_timeout)]
+    rc = main(sub_args + (["--no-sandbox"] if no_sandbox else []))
+    if rc:
+        return rc
+    r = report(Config.load(dest), sample.part)
+    console.print(f"class report: {r.path}")
+    return 0
