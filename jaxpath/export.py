@@ -10,6 +10,7 @@ from pathlib import Path
 from .config import Config, nbgrader_config
 from .files import write_atomic
 from .grade.record import StatusStore
+from .grade.statuses import GradeStatus
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]
@@ -42,8 +43,8 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
             except MissingEntry:
                 continue
             mine = statuses.get(student.id, [])
-            bad = [f"{s.notebook}: {s.status} ({s.reason})" for s in mine if s.status != "graded"]
-            status = "graded" if mine and not bad else ("not graded by jaxpath" if not mine else "; ".join(bad))
+            bad = [f"{s.notebook}: {s.status} ({s.reason})" for s in mine if s.status != GradeStatus.GRADED]
+            status = GradeStatus.GRADED.value if mine and not bad else ("not graded by jaxpath" if not mine else "; ".join(bad))
             rows.append({
                 "assignment": part, "duedate": assignment.duedate or "", "timestamp": sub.timestamp or "",
                 "student_id": student.id, "last_name": student.last_name or "", "first_name": student.first_name or "",

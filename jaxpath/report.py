@@ -14,6 +14,7 @@ import nbformat
 from .config import Config, nbgrader_config
 from .files import write_atomic
 from .grade.record import StatusStore
+from .grade.statuses import GradeStatus
 
 
 @dataclass
@@ -123,7 +124,7 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
         part=part, students=len(totals), notebooks=len(statuses),
         status_counts=sorted(Counter(s.status for s in statuses).items()), figures=figs,
         failures=[(key, counter.most_common(5)) for key, counter in sorted(failures.items())],
-        bad=[s for s in statuses if s.status != "graded"])
+        bad=[s for s in statuses if s.status != GradeStatus.GRADED])
     out = output or config.build / "reports" / f"{part}.html"
     write_atomic(Path(out), page.encode("utf-8"))
     return ClassReport(Path(out), len(totals), len(statuses))

@@ -38,6 +38,7 @@ def run(args, config: Config) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from ..grade import GradeError, Limits, SandboxUnavailable, grade
+    from ..grade.statuses import GradeStatus
 
     limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
     progress = Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -55,7 +56,7 @@ def run(args, config: Config) -> int:
     def on_result(st):
         recorded.append(st)
         progress.advance(task)
-        if st.status != "graded":
+        if st.status != GradeStatus.GRADED:
             progress.console.print(f"[yellow]{st.status}[/yellow] {st.student}/{args.part}/{st.notebook}.ipynb: {st.reason}")
 
     try:
@@ -80,7 +81,7 @@ def run(args, config: Config) -> int:
         table.add_column(col, justify="right" if col in ("score", "seconds") else "left")
     for st in sorted(rows, key=lambda s: (s.student, s.notebook)):
         score = "" if st.score is None else f"{st.score:g}/{st.max_score:g}"
-        color = "green" if st.status == "graded" else "yellow"
+        color = "green" if st.status == GradeStatus.GRADED else "yellow"
         table.add_row(st.student, st.notebook, f"[{color}]{st.status}[/{color}]", score,
                       "" if st.seconds is None else f"{st.seconds:.1f}", st.reason)
     console.print(table)

@@ -23,12 +23,12 @@ from ..config import Config, ensure_venv_on_path, nbgrader_config
 from ..errors import JaxpathError
 from ..files import write_atomic
 from . import integrity, record
-from .record import FINAL, Status, StatusStore
+from .record import Status, StatusStore
+from .statuses import FINAL, GradeStatus
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .worker import CRASHED, GRADED, run_task
+from .worker import run_task
 
 GRADER_VERSION = "jaxpath-grade-3"
-INVALID, TAMPERED, MISSING = "invalid notebook", "tampered", "missing"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
 
@@ -243,7 +243,7 @@ class Coordinator:
         pdir = Path(self.coursedir.root) / self.coursedir.submitted_directory / job.student / self.part
         if job.path is None and not any(pdir.glob("*.ipynb")):
             # nbgrader's autograde finds no notebook to grade and records no submission: neither does jaxpath
-            job.status = self._status(job, MISSING, f"no {job.notebook}.ipynb was submitted (the folder has no "
+            job.status = self._status(job, GradeStatus.MISSING, f"no {job.notebook}.ipynb was submitted (the folder has no "
                                                     "notebook: no submission is recorded, as under nbgrader)")
             return
         try:
@@ -257,7 +257,7 @@ class Coordinator:
             else:
                 gb.update_or_create_submission(self.part, job.student)
         if job.notebook not in self.notebooks:
-            job.status = self._status(job, INVALID, f"{job.notebook}.ipynb is not a notebook of {self.part} "
+            job.status = self._status(job, GradeStatus.INVALID, f"{job.notebook}.ipynb is not a notebook of {self.part} "
                                                     f"(expected {', '.join(n + '.ipynb' for n in self.notebooks)}): "
                                                     "renamed?")
             return
@@ -265,7 +265,7 @@ class Coordinator:
             self._zero(job)
             others = sorted(p.name for p in pdir.glob("*.ipynb")) if pdir.is_dir() else []
             why = f"no {job.notebook}.ipynb was submitted" + (f" (the folder has {', '.join(others)})" if others else "")
-            job.status = self._status(job, MISSING, why, *self._scores(job))
+            job.status = self._status(job, GradeStatus.MISSING, why, *self._scores(job))
             return
         try:
             text = job.path.read_bytes().decode("utf-8")
@@ -274,7 +274,7 @@ class Coordinator:
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             self._zero(job)
-            job.status = self._status(job, INVALID, f"cannot be read as a notebook: {first}", *self._scores(job))
+            job.status = self._status(job, GradeStatus.INVALID, f"cannot be read as a notebook: {first}", *self._scores(job))
             return
         resources = self._resources(job)
         submitted_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
@@ -295,7 +295,7 @@ class Coordinator:
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             self._zero(job)
-            job.status = self._status(job, INVALID, f"nbgrader could not restore it: {first}", *self._scores(job))
+            job.status = self._status(job, GradeStatus.INVALID, f"nbgrader could not restore it: {first}", *self._scores(job))
             return
         with Gradebook(self.db_url, self.course_id) as gb:
             graded = {c.name for c in gb.find_notebook(job.notebook, self.part).grade_cells}
@@ -441,10 +441,10 @@ class Coordinator:
             found = "; ".join(result["tampering"][:3]) + (f" (+{len(result['tampering']) - 3} more)"
                                                           if len(result["tampering"]) > 3 else "")
             reason = (reason + "; " if reason else "") + "flagged for review: " + found
-            if status == GRADED:
-                status = TAMPERED
-        if status == GRADED and job.changes:
-            status = TAMPERED
+            if status == GradeStatus.GRADED:
+                status = GradeStatus.TAMPERED
+        if status == GradeStatus.GRADED and job.changes:
+            status = GradeStatus.TAMPERED
             reason = "graded with nbgrader's originals restored: " + "; ".join(sorted(set(job.changes)))
         elif job.changes:
             reason += "; also restored: " + "; ".join(sorted(set(job.changes)))
@@ -565,7 +565,7 @@ def _dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
                 result = fut.result()
             except Exception as e:
                 nb = job.task["notebook"]
-                result = {"id": job.task["id"], "notebook": nb, "status": CRASHED,
+                result = {"id": job.task["id"], "notebook": nb, "status": GradeStatus.CRASHED,
                           "reason": f"the worker failed: {type(e).__name__}: {str(e)[:300]}", "seconds": None}
                 result["notebook"] = _all_not_run(nb, result["reason"])
             yield job, result

@@ -31,9 +31,6 @@ status_table = sa.Table(
     sa.Column("graded_at", sa.DateTime),
 )
 
-FINAL = {"graded", "timed out", "crashed", "invalid notebook", "tampered", "missing"}
-
-
 @dataclass
 class Status:
     assignment: str

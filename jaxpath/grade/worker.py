@@ -15,6 +15,7 @@ import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
 from . import integrity
+from .statuses import GradeStatus
 from .sandbox import Limits, Sandbox, Written, written_files
 
 
@@ -22,7 +23,6 @@ NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
 """What nbgrader's autograde sets while a submission runs (nbgrader/converters/autograde.py), so a notebook
 that branches on it runs as it would under nbgrader."""
 
-GRADED, TIMED_OUT, CRASHED = "graded", "timed out", "crashed"
 
 
 def _error_output(ename: str, evalue: str):
@@ -41,7 +41,7 @@ def run_task(task: dict) -> dict:
     nb = nbformat.reads(task["notebook"], as_version=4)
     files = dict(task.get("files", {}))
     t0 = time.perf_counter()
-    status, reason = GRADED, ""
+    status, reason = GradeStatus.GRADED, ""
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     for i in code_cells:
         nb.cells[i].outputs, nb.cells[i].execution_count = [], None
@@ -54,7 +54,8 @@ def run_task(task: dict) -> dict:
             guard.start(session)
         for n, i in enumerate(code_cells):
             if time.perf_counter() - t0 > limits.notebook_timeout:
-                status, reason = TIMED_OUT, f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
+                status = GradeStatus.TIMED_OUT
+                reason = f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
                 _mark_rest(nb, code_cells[n:], "not run: the notebook ran out of time")
                 session.kill()
                 return
@@ -62,13 +63,13 @@ def run_task(task: dict) -> dict:
             if out.error_name == "Aborted":
                 nb.cells[i].outputs.append(_error_output("NotRun", "the kernel aborted this cell without running it"))
             if out.dead:
-                status = CRASHED
+                status = GradeStatus.CRASHED
                 reason = f"the kernel died in cell {i + 1}"
                 nb.cells[i].outputs.append(_error_output("DeadKernelError", "the kernel died while running this cell"))
                 _mark_rest(nb, code_cells[n + 1:], f"not run: the kernel died in cell {i + 1}")
                 return
             if out.timed_out:
-                status, reason = TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
+                status, reason = GradeStatus.TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
                 if not session.responsive():
                     reason += " and ignored the interrupt"
                     session.kill()
@@ -83,9 +84,9 @@ def run_task(task: dict) -> dict:
                              kernel_name=task.get("kernel_name", "python3")) as s:
                     execute(s)
             except RuntimeError as e:  # the kernel did not start
-                status, reason = CRASHED, f"the kernel did not start: {e}"
+                status, reason = GradeStatus.CRASHED, f"the kernel did not start: {e}"
                 _mark_rest(nb, code_cells, "not run: the kernel did not start")
-            if status == CRASHED and sb.cgroup.oom_killed():
+            if status == GradeStatus.CRASHED and sb.cgroup.oom_killed():
                 reason += f": it used more than its {limits.memory_mb} MB of memory"
         written = sb.written
     else:
