@@ -1,0 +1,61 @@
+"""What is not content in a cell's output: memory addresses, timings (and ratios of timings), temp paths,
+ipykernel's per-process cell files, installation paths, object ids, process ids, dates, log prefixes, frames of
+tracebacks inside libraries, and the version numbers of the stack itself (the stamp says which stack ran).
+
+`normalize(text)` rewrites each of these to a placeholder, so that two runs of the same notebook on the same
+stack compare equal, and a difference that is left is one a reader of the chapter would see."""
+from __future__ import annotations
+
+import re
+from typing import Iterable
+
+TIME_UNIT = r"(?:ns|µs|μs|us|ms|s|sec|secs|seconds?|min|minutes?)"
+NUMBER = r"[-+]?\d+(?:[.,]\d+)?(?:[eE][-+]?\d+)?"
+
+RULES: list[tuple[str, re.Pattern, str]] = [
+    # ipykernel writes each cell to /tmp/ipykernel_<pid>/<hash of the source>.py: the pid changes every run
+    ("cell file", re.compile(r"/tmp/ipykernel_\d+/\d+\.py"), "<cell>"),
+    ("ipython input", re.compile(r"<ipython-input-\d+-[0-9a-f]+>"), "<cell>"),
+    # an installed package's file, wherever the environment lies (the course's .venv, a side venv)
+    ("site-packages", re.compile(r"(?:[\w.~+-]*/)+(?:site|dist)-packages/"), "<site-packages>/"),
+    ("stdlib", re.compile(r"(?:/[\w.+-]+)+/lib/python3\.\d+/(?!<)"), "<stdlib>/"),
+    ("temp path", re.compile(r"/(?:tmp|var/tmp|dev/shm)/[\w.@%+-]+"), "<tmp>"),
+    ("cache path", re.compile(r"(?:/[\w.+-]+)*/\.cache/[\w./+-]+"), "<cache>"),
+    ("address", re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x…"),
+    ("object id", re.compile(r"\b(id|pid|uid|tid|thread|process)([=: (]+)\d{5,}\b"), r"\1\2<id>"),
+    ("ipykernel pid", re.compile(r"\bipykernel_\d+\b"), "ipykernel_<pid>"),
+    ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<date>"),
+    ("log prefix", re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]", re.M), "<log>"),
+    ("timing", re.compile(rf"{NUMBER}\s?{TIME_UNIT}\b"), "<time>"),
+]
+"""(name, pattern, replacement), applied in order."""
+
+RATIO = re.compile(rf"(?:\b{NUMBER}\s?[x×](?![\w])|\b(ratio|speedup|faster|slower)(\W{{1,3}}){NUMBER})")
+TRACEBACK = re.compile(r"^(\s*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
+
+
+def _ratios(line: str) -> str:
+    """On a line that shows a timing, a ratio (89x, 'ratio 19.8') is a ratio of timings: noise too."""
+    if "<time>" not in line:
+        return line
+    return RATIO.sub(lambda m: f"{m.group(1)}{m.group(2)}<ratio>" if m.group(1) else "<ratio>", line)
+
+
+def version_rule(versions: Iterable[str]) -> re.Pattern | None:
+    """A pattern for the version strings of the stack (pinned and side), as whole tokens."""
+    vs = sorted({v for v in versions if isinstance(v, str) and re.fullmatch(r"\d+(?:\.\d+)+\w*", v)}, key=len, reverse=True)
+    if not vs:
+        return None
+    return re.compile(r"(?<![\w.])v?(?:" + "|".join(map(re.escape, vs)) + r")(?![\w.]*\d)")
+
+
+def normalize(text: str, versions: re.Pattern | None = None) -> str:
+    """`text` with everything that is not content replaced by placeholders (see RULES)."""
+    # A traceback printed by a library (jax logs one when a callback fails): its frames are the library's
+    # implementation, its last line (the exception) is content.
+    text = TRACEBACK.sub(lambda m: f"{m.group(1)}Traceback (most recent call last): <frames>\n", text)
+    for _, pattern, repl in RULES:
+        text = pattern.sub(repl, text)
+    if versions is not None:
+        text = versions.sub("<version>", text)
+    return "\n".join(_ratios(line.rstrip()) for line in text.split("\n"))

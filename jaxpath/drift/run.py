@@ -1,0 +1,155 @@
+"""Execute chapters on the side stack with validate's own machinery (`run_chapter`: the chapter top to bottom,
+with the stub, every wrong and every alternative answer at each exercise), in parallel, and compare each with
+the pinned build.
+
+The pinned side is `build/executed/<chapter>.ipynb` (written by `make` / `jaxpath validate`) when it was
+executed from the chapter as it is now on the lock's jax; otherwise the chapter is executed on the pinned stack
+too, into build/drift/pinned/ (build/executed/ is left alone)."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Iterable
+
+import nbformat
+
+from ..chapter import Chapter, load_chapter
+from ..config import Config
+from ..manifest import load_manifest, notebook_path, variants_path
+from ..problems import Problem
+from ..validate import resolve_chapters, run_chapter
+from .compare import Finding, compare_chapter, strip_stamp
+from .env import STACK, SideEnv, side_requirements
+from .normalize import version_rule
+
+
+@dataclass
+class ChapterDrift:
+    id: str
+    title: str
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+    """Wall time of the side run of this chapter."""
+    baseline: str = ""
+    """Where the pinned outputs came from: 'build/executed' or 'executed now'."""
+    pinned_stamp: dict = field(default_factory=dict)
+    side_stamp: dict = field(default_factory=dict)
+
+    def count(self, severity: int) -> int:
+        return sum(f.severity == severity for f in self.findings)
+
+
+@dataclass
+class DriftResult:
+    env: SideEnv
+    chapters: list[ChapterDrift]
+    seconds: float
+    """Wall time of the whole run (side runs, pinned runs where needed, comparison)."""
+    compare_seconds: float = 0.0
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for c in self.chapters for f in c.findings]
+
+    def count(self, severity: int) -> int:
+        return sum(c.count(severity) for c in self.chapters)
+
+    @property
+    def broken(self) -> bool:
+        """Something of severity 1 or 2: the course is not true on the side stack."""
+        return any(f.severity <= 2 for f in self.findings)
+
+
+def _load(config: Config, chapter_id: str) -> Chapter:
+    return load_chapter(notebook_path(config, chapter_id), chapter_id, config.root, variants_path(config, chapter_id))
+
+
+def lock_version(config: Config, package: str = "jax") -> str:
+    for line in side_requirements((config.root / "requirements.txt").read_text(encoding="utf-8"), []).splitlines():
+        name, _, version = line.partition("==")
+        if name.strip().lower() == package:
+            return version.strip()
+    return ""
+
+
+def pinned_build(config: Config, ch: Chapter) -> nbformat.NotebookNode | None:
+    """build/executed/<chapter>.ipynb when it was executed from the chapter's present cells on the lock's jax."""
+    path = config.executed / f"{ch.id}.ipynb"
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError):
+        return None
+    cells = strip_stamp(nb)
+    stamp = nb.metadata.get("jaxpath", {}).get("executed", {})
+    if stamp.get("jax") != lock_version(config) or len(cells) != len(ch.nb.cells):
+        return None
+    if any(a.source != b.source or a.cell_type != b.cell_type for a, b in zip(cells, ch.nb.cells)):
+        return None
+    return nb
+
+
+def _execute(root: str, chapter_id: str, out: str, kernel_name: str | None, kernel_dirs: str | None):
+    """In a worker process: run one chapter as `validate` does, on the kernel named (default: the course's)."""
+    config = Config.load(root)
+    if kernel_name:
+        # the side kernelspec lives in the environment's folder; jupyter_client looks for it on JUPYTER_PATH
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (kernel_dirs, os.environ.get("JUPYTER_PATH")) if p)
+        config = replace(config, kernel_name=kernel_name)
+    t0 = time.perf_counter()
+    problems, _ = run_chapter(_load(config, chapter_id), config, Path(out))
+    return chapter_id, kernel_name is None, problems, time.perf_counter() - t0
+
+
+def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *, jobs: int = 2,
+          on_chapter: Callable[[ChapterDrift], None] | None = None) -> DriftResult:
+    """Run `chapters` (default: every written chapter) on `env` and compare each with the pinned build."""
+    t0 = time.perf_counter()
+    ids = [c for c in resolve_chapters(load_manifest(config), chapters) if notebook_path(config, c).exists()]
+    out_root = config.build / "drift"
+    chs = {cid: _load(config, cid) for cid in ids}
+    pinned = {cid: pinned_build(config, chs[cid]) for cid in ids}
+    tasks = [(cid, str(out_root / env.label / f"{cid}.ipynb"), env.kernel_name, str(env.kernel_dirs)) for cid in ids]
+    tasks += [(cid, str(out_root / "pinned" / f"{cid}.ipynb"), None, None) for cid in ids if pinned[cid] is None]
+    problems: dict[tuple[str, bool], list[Problem]] = {}
+    seconds: dict[str, float] = {}
+    done: list[ChapterDrift] = []
+    compare_s = 0.0
+
+    def finish(cid: str) -> None:
+        nonlocal compare_s
+        t = time.perf_counter()
+        side = nbformat.read(out_root / env.label / f"{cid}.ipynb", as_version=4)
+        base = pinned[cid] or nbformat.read(out_root / "pinned" / f"{cid}.ipynb", as_version=4)
+        stamps = [nb.metadata.get("jaxpath", {}).get("executed", {}) for nb in (base, side)]
+        versions = version_rule(v for s in stamps for k, v in s.items() if k in STACK)
+        findings = compare_chapter(chs[cid], base, side, problems[(cid, False)], problems.get((cid, True), []),
+                                   versions)
+        result = ChapterDrift(cid, chs[cid].title, findings, seconds[cid],
+                              "build/executed" if pinned[cid] is not None else "executed now", *stamps)
+        compare_s += time.perf_counter() - t
+        done.append(result)
+        if on_chapter:
+            on_chapter(result)
+
+    def landed(cid: str, is_pinned: bool, probs: list[Problem], secs: float) -> None:
+        problems[(cid, is_pinned)] = probs
+        if not is_pinned:
+            seconds[cid] = secs
+        if (cid, False) in problems and (pinned[cid] is not None or (cid, True) in problems):
+            finish(cid)
+
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            landed(*_execute(str(config.root), *task))
+    else:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_execute, str(config.root), *task) for task in tasks]
+            for f in as_completed(futures):
+                landed(*f.result())
+    order = {c: i for i, c in enumerate(ids)}
+    done.sort(key=lambda c: order[c.id])
+    return DriftResult(env, done, time.perf_counter() - t0, compare_s)
