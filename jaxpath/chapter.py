@@ -4,22 +4,19 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbgrader.nbgraderformat import MetadataValidator
-from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
 
 from .problems import ChapterError, Problem
 
-MUST_READ, OPTIONAL, INTENDED_ERROR = "must-read", "optional", "raises-exception"
-EMOJI = {MUST_READ: "🟢", OPTIONAL: "⚪"}
-ANSWER_MARK, CHECK_MARK = "# ✍️ Your answer", "# 🧪 Self-check"
-HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
-EXERCISE_HEADING = re.compile(r"^#{2,4}\s+Exercise\s+(\d+)\s*[:.—-]", re.IGNORECASE)
+# The cell vocabulary lives in cells.py; these names are re-exported for the modules that read chapters.
+from .cells import (ANSWER_MARK, CHECK_MARK, EMOJI, EXERCISE_HEADING, HEADING, INTENDED_ERROR,  # noqa: F401
+                    MUST_READ, OPTIONAL, is_answer, is_test, nbgrader_meta, solution_source, stub_source, tags,
+                    visible_source)
 
 
 @dataclass
@@ -95,43 +92,6 @@ class Chapter:
                 if m and len(m.group(1)) == 1:
                     return m.group(2)
         return self.id
-
-
-def tags(cell) -> list[str]:
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
-
-
-def is_answer(cell) -> bool:
-    m = nbgrader_meta(cell)
-    return cell.cell_type == "code" and bool(m.get("solution")) and not m.get("grade")
-
-
-def is_test(cell) -> bool:
-    m = nbgrader_meta(cell)
-    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
-
-
-def stub_source(source: str) -> str:
-    """The answer cell as nbgrader releases it (nbgrader's own ClearSolutions)."""
-    cell = nbformat.v4.new_code_cell(source)
-    ClearSolutions()._replace_solution_region(cell, "python")
-    return cell.source
-
-
-def visible_source(source: str) -> str:
-    """The test cell as nbgrader releases it: hidden tests removed (nbgrader's own ClearHiddenTests)."""
-    cell = nbformat.v4.new_code_cell(source)
-    ClearHiddenTests()._remove_hidden_test_region(cell)
-    return cell.source
-
-
-def solution_source(source: str) -> str:
-    """The reference answer without the solution markers, for the appendix."""
-    return "\n".join(l for l in source.split("\n") if "BEGIN SOLUTION" not in l and "END SOLUTION" not in l)
 
 
 def read_notebook(path: Path, rel: str) -> nbformat.NotebookNode:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from .chapter import visible_source
+from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, notebook_secrets, regions, visible_source
 from .config import Config, nbgrader_config
 from .files import write_atomic
 
@@ -45,15 +45,10 @@ class FeedbackReport:
 
 
 def _hidden_lines(source: str) -> tuple[set[int], set[str]]:
-    """1-based line numbers inside hidden-test regions, and their stripped text."""
-    lines, numbers, inside = source.split("\n"), set(), False
-    texts = {"BEGIN HIDDEN TESTS", "END HIDDEN TESTS"}
-    for n, line in enumerate(lines, start=1):
-        if "BEGIN HIDDEN TESTS" in line:
-            inside = True
-        elif "END HIDDEN TESTS" in line:
-            inside = False
-        elif inside:
+    """1-based line numbers inside hidden-test regions, and their stripped text (the markers' too)."""
+    numbers, texts = set(), {BEGIN_HIDDEN, END_HIDDEN}
+    for n, line, region in regions(source):
+        if region == HIDDEN:
             numbers.add(n)
             if line.strip():
                 texts.add(line.strip())
@@ -62,7 +57,7 @@ def _hidden_lines(source: str) -> tuple[set[int], set[str]]:
 
 def hide_hidden_tests(cell) -> None:
     """Remove hidden tests from a test cell, its source and its outputs."""
-    if "BEGIN HIDDEN TESTS" not in cell.source:
+    if BEGIN_HIDDEN not in cell.source:
         return
     numbers, texts = _hidden_lines(cell.source)
     outputs = []
@@ -92,20 +87,6 @@ def hide_hidden_tests(cell) -> None:
 
 
 REDACTED = "[jaxpath: a line of a hidden test was removed here]"
-MIN_SECRET = 12
-"""Hidden-test lines shorter than this (a bare `)` or `else:`) are not secrets."""
-
-
-def secret_lines(nb) -> set[str]:
-    """The hidden-test lines of a notebook's test cells that appear nowhere in what the student sees."""
-    secret, visible = set(), set()
-    for cell in nb.cells:
-        if "BEGIN HIDDEN TESTS" in cell.source:
-            secret |= {t for t in _hidden_lines(cell.source)[1] if len(t) >= MIN_SECRET and "HIDDEN TESTS" not in t}
-            visible |= {l.strip() for l in visible_source(cell.source).split("\n")}
-        else:
-            visible |= {l.strip() for l in cell.source.split("\n")}
-    return secret - visible
 
 
 def _redact_text(text: str, secret: set[str]) -> str:
@@ -173,7 +154,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                                   "db_url": coursedir.db_url, "course_id": coursedir.course_id},
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
-        secret = secret_lines(nb)
+        secret = set(notebook_secrets(nb).hidden)  # its hidden tests, nothing the student saw
         for cell in nb.cells:
             if cell.cell_type == "code":
                 hide_hidden_tests(cell)

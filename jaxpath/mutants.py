@@ -40,6 +40,7 @@ from typing import Callable, Iterable
 
 import nbformat
 
+from .cells import nbgrader_meta
 from .chapter import Chapter, Exercise, load_chapter
 from .config import Config
 from .execute import Session
@@ -123,7 +124,7 @@ def chapter_key(config: Config, chapter_id: str) -> str:
     for cell in nb.cells:
         if cell.cell_type == "code":
             h.update(cell.source.encode("utf-8"))
-            h.update(json.dumps(cell.get("metadata", {}).get("nbgrader", {}), sort_keys=True).encode())
+            h.update(json.dumps(nbgrader_meta(cell), sort_keys=True).encode())
             h.update(b"\0")
     vp = variants_path(config, chapter_id)
     h.update(vp.read_bytes() if vp.exists() else b"")

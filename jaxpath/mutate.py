@@ -29,6 +29,8 @@ import difflib
 import hashlib
 from dataclasses import dataclass
 
+from .cells import solution_ranges
+
 ENGINE_VERSION = 1
 """Bumped whenever an operator is added, removed or changed: committed mutation results keyed by an
 older engine are stale."""
@@ -115,19 +117,6 @@ _NO_SWAP_CALLS = {"print", "isinstance", "getattr", "setattr", "hasattr", "range
                   "format", "len", "super"}
 _ATOMIC = (ast.Name, ast.Constant, ast.Attribute, ast.Call, ast.Subscript, ast.List, ast.Tuple, ast.Dict,
            ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp, ast.SetComp, ast.JoinedStr, ast.Starred)
-
-
-def solution_lines(source: str) -> list[tuple[int, int]]:
-    """The 1-based line ranges strictly inside each `### BEGIN SOLUTION` … `### END SOLUTION` region."""
-    out, begin = [], None
-    for i, line in enumerate(source.split("\n"), 1):
-        if "BEGIN SOLUTION" in line:
-            begin = i
-        elif "END SOLUTION" in line and begin is not None:
-            if i - 1 >= begin + 1:
-                out.append((begin + 1, i - 1))
-            begin = None
-    return out
 
 
 def _name_of(func: ast.expr) -> str | None:
@@ -490,7 +479,7 @@ def generate(source: str, label: str = "answer") -> list[Mutant]:
 
     Mutants that do not compile, or that compile to the same program as the reference, are dropped;
     two edits that give the same program are kept once."""
-    regions = solution_lines(source)
+    regions = solution_ranges(source)
     if not regions:
         return []
     try:

@@ -10,12 +10,11 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cells import MARKERS, MIN_SECRET_LEN, Secrets, find_secrets  # noqa: F401 (MIN_SECRET_LEN: re-exported)
 from .config import Config, ensure_venv_on_path, nbgrader_config
 from .manifest import Manifest, load_manifest
 from .problems import Problem
 
-MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-MIN_SECRET_LEN = 8
 
 
 @dataclass
@@ -61,19 +60,6 @@ def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
     return problems
 
 
-def _regions(source: str) -> tuple[list[str], list[str]]:
-    """Split a cell's lines into (public, secret) by nbgrader's solution and hidden-test markers."""
-    public, secret, inside = [], [], False
-    for line in source.split("\n"):
-        if "BEGIN SOLUTION" in line or "BEGIN HIDDEN TESTS" in line:
-            inside = True
-        elif "END SOLUTION" in line or "END HIDDEN TESTS" in line:
-            inside = False
-        else:
-            (secret if inside else public).append(line.strip())
-    return public, secret
-
-
 def source_cells(config: Config):
     """(path relative to the course, cell index, source) of every cell of every source chapter; a notebook
     that cannot be read is skipped (validate reports it)."""
@@ -88,17 +74,14 @@ def source_cells(config: Config):
 
 
 def secret_lines(config: Config) -> dict[str, str]:
-    """Lines that must never appear in a released file, each with where it comes from.
+    """course_secrets(config).all (kept while the site moves to course_secrets)."""
+    return course_secrets(config).all
 
-    A line is secret when it is in a solution region, a hidden-test region or a variants file, and
-    appears nowhere in the public part of any source chapter."""
-    public: set[str] = set()
-    candidates: dict[str, str] = {}
-    for rel, i, src in source_cells(config):
-        pub, sec = _regions(src)
-        public.update(pub)
-        for line in sec:
-            candidates.setdefault(line, f"{rel}, cell {i + 1}")
+
+def course_secrets(config: Config) -> Secrets:
+    """The secrets of the whole course: solution and hidden-test lines of every source chapter, and every
+    line of every variant answer, that appear nowhere in the public part of any source chapter."""
+    extra: list[tuple[str, str]] = []
     for v_path in sorted(config.variants.glob("*/*.toml")) if config.variants.exists() else []:
         rel = v_path.relative_to(config.root)
         try:
@@ -108,10 +91,8 @@ def secret_lines(config: Config) -> dict[str, str]:
         for name, entry in data.items():
             for kind in ("wrong", "alternative"):
                 for n, v in enumerate(entry.get(kind, []) if isinstance(entry, dict) else [], start=1):
-                    for line in str(v.get("code", "")).split("\n"):
-                        candidates.setdefault(line.strip(), f"{rel}, [{name}] {kind} answer {n}")
-    return {line: origin for line, origin in candidates.items()
-            if len(line) >= MIN_SECRET_LEN and line not in public}
+                    extra += [(f"{rel}, [{name}] {kind} answer {n}", line) for line in str(v.get("code", "")).split("\n")]
+    return find_secrets(((f"{rel}, cell {i + 1}", src) for rel, i, src in source_cells(config)), extra)
 
 
 def _file_lines(path: Path) -> list[tuple[str, str]]:
@@ -138,7 +119,7 @@ def _file_lines(path: Path) -> list[tuple[str, str]]:
 
 
 def find_leaks(config: Config, release_dir: Path, shown_as: str | None = None) -> list[Problem]:
-    secrets = secret_lines(config)
+    secrets = course_secrets(config).all
     problems = []
     for f in sorted(p for p in release_dir.rglob("*") if p.is_file()):
         rel = f"{shown_as or release_dir.name}/{f.relative_to(release_dir)}"

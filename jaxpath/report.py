@@ -11,6 +11,7 @@ from pathlib import Path
 
 import nbformat
 
+from .cells import nbgrader_meta
 from .config import Config, nbgrader_config
 from .files import write_atomic
 from .grade.record import StatusStore
@@ -51,7 +52,7 @@ def _failures(autograded: Path, part: str) -> dict[tuple[str, str], Counter]:
         except Exception:
             continue
         for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
+            meta = nbgrader_meta(cell)
             if cell.cell_type != "code" or not meta.get("grade"):
                 continue
             for o in cell.get("outputs", []):

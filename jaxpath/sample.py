@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from .chapter import is_answer, solution_source
+from .cells import grade_id, is_answer, solution_source
 from .config import Config
 
 SAMPLE_CHAPTERS = ("basics/01_introduction", "basics/02_jit")
@@ -30,7 +30,7 @@ def submission(release_nb, answers: dict[str, str]):
     """The released notebook with some answer cells filled in (grade_id -> code)."""
     nb = nbformat.from_dict(json.loads(nbformat.writes(release_nb)))
     for c in nb.cells:
-        gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        gid = grade_id(c)
         if gid in answers:
             c.source = answers[gid]
     return nb

@@ -19,6 +19,7 @@ import nbformat
 
 from .chapter import (INTENDED_ERROR, Chapter, Exercise, check_exercise_counts, load_chapter, stub_source, tags,
                       visible_source)
+from .cells import grade_id
 from .config import Config
 from .errors import UnknownChapter
 from .files import write_atomic
@@ -83,7 +84,7 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
     stub = stub_source(answer_src)
     r = _trial(s, ch, ex, stub, "stub", with_visible=True)
     for (t, passed, _), (_, vis_passed, _) in zip(r.tests, r.visible):
-        gid = ch.nb.cells[t].metadata.get("nbgrader", {}).get("grade_id")
+        gid = grade_id(ch.nb.cells[t])
         if passed:
             problems.append(ch.problem("this test cell passes on the stub nbgrader releases: it cannot tell an "
                                        "untouched exercise from a solved one", t, ex.name, f"self-check {gid}"))
@@ -104,7 +105,7 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
                                            ex.answer, ex.name))
             for t, passed, err in r.tests:
                 if not passed:
-                    gid = ch.nb.cells[t].metadata.get("nbgrader", {}).get("grade_id")
+                    gid = grade_id(ch.nb.cells[t])
                     problems.append(ch.problem(f"{v.label} is correct but fails this test: {err} ({where})",
                                                t, ex.name, f"self-check {gid}"))
     return problems
@@ -142,7 +143,7 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -
             elif not out.ok and not intended:
                 if i in tests:
                     e = tests[i]
-                    gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+                    gid = grade_id(cell)
                     problems.append(ch.problem(f"the test fails on the reference solution: {out.summary}", i, e.name,
                                                f"self-check {gid}"))
                 elif i in answers:

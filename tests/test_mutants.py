@@ -9,7 +9,8 @@ import pytest
 from jaxpath import Config
 from jaxpath.mutants import (COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, chapter_key, check, committed,
                              mutants_one, run_mutants)
-from jaxpath.mutate import generate, solution_lines
+from jaxpath.cells import solution_ranges
+from jaxpath.mutate import generate
 
 from course_factory import VARIANTS, exercise, good_cells, make_course
 
@@ -65,7 +66,7 @@ def test_only_the_solution_region_is_mutated_and_every_mutant_is_distinct():
     src = cell("return jnp.sum(x * 2, axis=0) + 1", head="def f(x, y=1 + 2, axis=0):")
     ms = generate(src)
     assert ms
-    ((lo, hi),) = solution_lines(src)
+    ((lo, hi),) = solution_ranges(src)
     ref = src.split("\n")
     dumps = set()
     for m in ms:

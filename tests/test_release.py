@@ -4,7 +4,7 @@ import json
 import nbformat
 import pytest
 
-from jaxpath.release import find_leaks, release, secret_lines
+from jaxpath.release import course_secrets, find_leaks, release
 
 from course_factory import code
 
@@ -25,7 +25,7 @@ def test_release_has_stubs_and_no_secrets(course_config):
 
 
 def test_secret_lines_come_from_solutions_hidden_tests_and_variants(course_config):
-    secrets = secret_lines(course_config)
+    secrets = course_secrets(course_config).all
     assert "return 2 * x" in secrets and "cell 11" in secrets["return 2 * x"]
     assert secrets["assert double(-1.5) == -3.0, 'negative floats too'"].endswith("cell 12")
     assert "[double] wrong answer 1" in secrets["return x + 2"]

@@ -19,6 +19,7 @@ from typing import Callable, Iterable
 
 import nbformat
 
+from ..cells import grade_id, is_test
 from ..config import Config, ensure_venv_on_path, nbgrader_config
 from ..errors import JaxpathError
 from ..files import write_atomic
@@ -75,7 +76,7 @@ class _TrackingOverwriteCells:
     def __new__(cls, changes: list[str], **kw):
         from nbgrader.preprocessors import OverwriteCells
 
-        from ..chapter import visible_source
+        from ..cells import visible_source
 
         class Tracking(OverwriteCells):
             def preprocess_cell(self, cell, resources, cell_index):
@@ -277,10 +278,10 @@ class Coordinator:
             job.status = self._status(job, GradeStatus.INVALID, f"cannot be read as a notebook: {first}", *self._scores(job))
             return
         resources = self._resources(job)
-        submitted_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells}
+        submitted_ids = {grade_id(c) for c in nb.cells}
         seen: dict[str, int] = {}
         for c in nb.cells:
-            gid = c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            gid = grade_id(c)
             if gid:
                 seen[gid] = seen.get(gid, 0) + 1
         for gid, n in sorted(seen.items()):
@@ -348,7 +349,7 @@ class Coordinator:
         Results are kept in build/grading/ and reused while the source notebook is unchanged."""
         from concurrent.futures import ThreadPoolExecutor
 
-        from ..chapter import is_answer
+        from ..cells import is_answer
         from ..execute import Session, kernel_env
 
         env = kernel_env()
@@ -388,13 +389,12 @@ class Coordinator:
                         if cell.cell_type != "code" or s.dead:
                             continue
                         s.run(i)
-                        meta = cell.metadata.get("nbgrader", {})
-                        if meta.get("grade") and not meta.get("solution"):
+                        if is_test(cell):
                             nonce = integrity.new_token()
                             names = integrity.relied_on(cell.source, answers)
                             ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
                             data = (integrity.parse_result(text) if ok else None) or {}
-                            ref.names[meta["grade_id"]] = data.get("names", {})
+                            ref.names[grade_id(cell)] = data.get("names", {})
                             ignore.update(data.get("changed", []))
                 ref.ignore = sorted(ignore)
                 if ref.ignore:

@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
+from ..cells import grade_id, is_test
 from . import integrity
 from .statuses import GradeStatus
 from .sandbox import Limits, Sandbox, Written, written_files
@@ -122,9 +123,7 @@ class _Guard:
         self.names = spec.get("names", {})
         self.ignore = spec.get("ignore", [])
         self.imports, self.roots = spec.get("imports", []), spec.get("roots", [])
-        self.tests = {i: c.metadata["nbgrader"]["grade_id"] for i, c in enumerate(nb.cells)
-                      if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
-                      and not c.metadata.get("nbgrader", {}).get("solution")}
+        self.tests = {i: grade_id(c) for i, c in enumerate(nb.cells) if is_test(c)}
         self.evidence: list[str] = []
         self.digest = None
         self.broken = ""
