@@ -1,4 +1,4 @@
-"""`jaxpath export PART`: nbgrader's grade columns plus each submission's grading status, and a CSV
+"""`jaxpath export PART`: nbgrader's grade columns plus each submission's grading status and isolation level, and a CSV
 that Canvas's gradebook import accepts."""
 from __future__ import annotations
 
@@ -50,10 +50,12 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
                 "student_id": student.id, "last_name": student.last_name or "", "first_name": student.first_name or "",
                 "email": student.email or "", "raw_score": sub.score + sub.late_submission_penalty,
                 "late_submission_penalty": sub.late_submission_penalty, "score": sub.score,
-                "max_score": sub.max_score, "status": status})
+                "max_score": sub.max_score, "status": status,
+                # How the grades were obtained: the isolation level(s) its notebooks ran at.
+                "isolation": "; ".join(sorted({s.isolation for s in mine if s.isolation}))})
     out = output or config.root / f"grades-{part}.csv"
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["status"])
+    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["status", "isolation"])
     w.writeheader()
     w.writerows(rows)
     write_atomic(Path(out), buf.getvalue().encode("utf-8"))

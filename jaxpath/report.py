@@ -124,6 +124,7 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
     page = _template().render(
         part=part, students=len(totals), notebooks=len(statuses),
         status_counts=sorted(Counter(s.status for s in statuses).items()), figures=figs,
+        isolation_counts=sorted(Counter(s.isolation or "not run" for s in statuses).items()),
         failures=[(key, counter.most_common(5)) for key, counter in sorted(failures.items())],
         bad=[s for s in statuses if s.status != GradeStatus.GRADED])
     out = output or config.build / "reports" / f"{part}.html"

@@ -26,12 +26,15 @@ from ..files import write_atomic
 from . import integrity, record
 from .record import Status, StatusStore
 from .statuses import FINAL, GradeStatus
+from .isolation import NONE, host_level
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .worker import run_task
 
 GRADER_VERSION = "jaxpath-grade-3"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
+isolation_log = logging.getLogger("jaxpath.grade.isolation")
+isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said, -v or not
 
 
 class GradeError(JaxpathError):
@@ -59,6 +62,8 @@ class GradeReport:
     results: list[Status] = field(default_factory=list)
     skipped: list[Status] = field(default_factory=list)
     seconds: float = 0.0
+    isolation: str = ""
+    """The isolation level the batch ran at (jaxpath.grade.isolation.Level.name)."""
 
     def by_status(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -107,14 +112,17 @@ class _DropEmptyMetadata:
 
 class Coordinator:
     def __init__(self, config: Config, part: str, *, db_url: str | None = None, sandbox: bool = True,
-                 limits: Limits = Limits(), force: bool = False, jax_cache: Path | None = None):
+                 limits: Limits = Limits(), force: bool = False, jax_cache: Path | None = None,
+                 isolation: str | None = None):
         self.config, self.part, self.force, self.sandbox, self.limits = config, part, force, sandbox, limits
         self.jax_cache = jax_cache
         if sandbox:
-            why = sandbox_problem()
+            why = sandbox_problem(isolation)
             if why:
-                raise SandboxUnavailable(f"cannot isolate student code: {why}. Pass --no-sandbox to grade without "
+                raise SandboxUnavailable(f"{why}. Pass --no-sandbox to grade without "
                                          "isolation (student code then runs as you, with the course in reach).")
+        # Chosen once, here, from what this host gives (or `isolation`, a level name); every task carries it.
+        self.level = host_level(isolation) if sandbox else NONE
         ensure_venv_on_path()
         self.nbcfg = nbgrader_config(config.root, db_url)
         from nbgrader.coursedir import CourseDirectory
@@ -306,6 +314,7 @@ class Coordinator:
         job.files = self._extra_files(pdir)
         job.task = {"id": f"{self.part}/{job.student}/{job.notebook}", "notebook": nbformat.writes(nb),
                     "files": job.files, "limits": asdict(self.limits), "sandbox": self.sandbox,
+                    "isolation": self.level.name,
                     "kernel_name": "python3", "jax_cache": str(self.jax_cache) if self.jax_cache else None}
 
     def _zero(self, job: Job) -> None:
@@ -451,6 +460,7 @@ class Coordinator:
         if job.notes:
             reason = (reason + "; " if reason else "") + "; ".join(job.notes)
         st = self._status(job, status, reason, *self._scores(job), seconds=result.get("seconds"))
+        st.isolation = result.get("isolation", "")
         self.store.put(st)
         return st
 
@@ -496,7 +506,7 @@ def _gradebook_call(fn, *args, lock_timeout: float, what: str):
 
 def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
-          sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True,
+          sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True, isolation: str | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[Status], None] | None = None, lock_timeout: float = 120.0) -> GradeReport:
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results."""
@@ -508,8 +518,9 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
         return _gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
 
     coord = call(lambda: Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force,
-                                     jax_cache=cache), what="opening the gradebook")
-    report = GradeReport(part)
+                                     jax_cache=cache, isolation=isolation), what="opening the gradebook")
+    report = GradeReport(part, isolation=coord.level.name)
+    isolation_log.info("isolation: %s (%s)", coord.level.name, coord.level.describe())
     todo, report.skipped = call(lambda: coord.plan(coord.submissions(students, notebooks)),
                                 what="reading what was graded before")
     if on_start:

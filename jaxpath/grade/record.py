@@ -29,7 +29,10 @@ status_table = sa.Table(
     sa.Column("max_score", sa.Float),
     sa.Column("seconds", sa.Float),
     sa.Column("graded_at", sa.DateTime),
+    sa.Column("isolation", sa.String(64)),
 )
+ADDED_COLUMNS = {"isolation": "VARCHAR(64)"}
+"""Columns added after the table's first release: added to an existing table when a store opens it."""
 
 @dataclass
 class Status:
@@ -43,6 +46,8 @@ class Status:
     max_score: float | None = None
     seconds: float | None = None
     graded_at: dt.datetime | None = None
+    isolation: str | None = None
+    """The isolation level the notebook ran at (`none`: without a sandbox; empty: not run, e.g. missing)."""
 
 
 class StatusStore:
@@ -51,6 +56,11 @@ class StatusStore:
     def __init__(self, db_url: str):
         self.engine = sa.create_engine(db_url)
         metadata.create_all(self.engine, checkfirst=True)
+        have = {c["name"] for c in sa.inspect(self.engine).get_columns(status_table.name)}
+        for name, sql_type in ADDED_COLUMNS.items():
+            if name not in have:  # a gradebook graded by an older jaxpath
+                with self.engine.begin() as c:
+                    c.execute(sa.text(f"ALTER TABLE {status_table.name} ADD COLUMN {name} {sql_type}"))
 
     def get(self, assignment: str, student: str, notebook: str) -> Status | None:
         t = status_table
@@ -70,7 +80,8 @@ class StatusStore:
         t = status_table
         s.graded_at = s.graded_at or dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
         values = {k: getattr(s, k) for k in ("assignment", "student", "notebook", "content_hash", "status",
-                                              "reason", "score", "max_score", "seconds", "graded_at")}
+                                              "reason", "score", "max_score", "seconds", "graded_at",
+                                              "isolation")}
         with self.engine.begin() as c:
             c.execute(sa.delete(t).where(t.c.assignment == s.assignment, t.c.student == s.student,
                                          t.c.notebook == s.notebook))

@@ -1,13 +1,13 @@
 """Run a notebook's kernel where student code can reach nothing but a private copy of its own folder.
 
-Built from what holds on these machines (see the project notes on isolation):
+The layers (namespaces, resources) are chosen by what the host gives: see jaxpath/grade/isolation/ and the
+README's isolation section. At every level:
 - bubblewrap: new mount, pid, network, ipc and uts namespaces; only /usr, the Python prefix and the
   virtual environment (read-only), the private work folder and the kernel's socket folder are visible;
-- setpriv: the kernel runs as an unprivileged uid of its own (one per parallel slot), no capabilities,
-  no new privileges;
-- cgroup v1 memory and pids controllers: memory (files written to the tmpfs work folder included) and
-  the number of processes and threads; every process left in the cgroup is killed at the end;
-- rlimits (prlimit): CPU seconds, file size, processes of the uid, no core files.
+- the kernel runs without capabilities or new privileges: as a spare uid of its own per parallel slot
+  (root level, setpriv), or as the grader's uid mapped to an unprivileged id in a user namespace (rootless);
+- memory and processes: a cgroup (v1 or v2) where one can be had, else rlimits alone (the weaker level);
+- rlimits (prlimit): CPU seconds, file size, processes, no core files; every process is killed at the end.
 The kernel talks ZeroMQ over ipc sockets in its socket folder, so it needs no network at all.
 """
 from __future__ import annotations
@@ -16,8 +16,6 @@ import fcntl
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -25,24 +23,23 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from ..errors import JaxpathError
+from .isolation import Level, SandboxUnavailable, host_level, resource_layer
+from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
 
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 UID_BASE = 61000
 UID_SLOTS = 64
-WORKDIR = "/submission"
 MAX_WRITTEN_FILES = 1000
 """Files a notebook writes that come back to autograded/ (with the file size limit, Limits.file_mb, for all)."""
 
-
-class SandboxUnavailable(JaxpathError, RuntimeError):
-    """Isolation cannot be built here; grading refuses unless the grader opts out explicitly."""
+__all__ = ["Limits", "Sandbox", "SandboxUnavailable", "SandboxedKernelManager", "Written", "sandbox_problem",
+           "written_files", "JAX_CACHE", "WORKDIR", "bwrap_command", "sandbox_env"]
 
 
 @dataclass(frozen=True)
 class Limits:
     memory_mb: int = 3072
-    """Memory of everything the notebook starts, files in its work folder included (cgroup)."""
+    """Memory of everything the notebook starts, files in its work folder included (cgroup); at the rlimits
+    level, address space (never below 2048 MB: JAX does not start with less)."""
     pids: int = 512
     """Processes and threads together (JAX alone starts a few dozen threads)."""
     cpu_seconds: int = 600
@@ -52,27 +49,13 @@ class Limits:
     notebook_timeout: int = 900
 
 
-def sandbox_problem() -> str | None:
-    """Why a sandbox cannot be built here, or None when it can."""
-    if sys.platform != "linux":
-        return "the sandbox needs Linux namespaces"
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (`bwrap`) is not installed (Debian: apt-get install bubblewrap)"
-    if shutil.which("setpriv") is None or shutil.which("prlimit") is None:
-        return "util-linux's setpriv and prlimit are needed"
-    if os.geteuid() != 0:
-        return ("the grader is not root, so it cannot run student code as a separate user or set cgroup limits "
-                "(run it as root, e.g. in its container)")
-    for ctl in ("memory", "pids"):
-        if not (CGROUP_ROOT / ctl).is_dir():
-            return f"the cgroup v1 {ctl} controller is not mounted at {CGROUP_ROOT / ctl}"
+def sandbox_problem(want: str | None = None) -> str | None:
+    """Why no isolated sandbox can be built here (one sentence saying what to install or enable), or None."""
     try:
-        subprocess.run(["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--unshare-pid", "true"],
-                       check=True, capture_output=True, timeout=20)
-    except (subprocess.SubprocessError, OSError) as e:
-        detail = getattr(e, "stderr", b"") or b""
-        return f"bwrap cannot create namespaces here ({detail.decode(errors='replace').strip() or e})"
-    return None
+        host_level(want)
+        return None
+    except SandboxUnavailable as e:
+        return str(e)
 
 
 def uid_processes(uid: int) -> list[int]:
@@ -137,135 +120,13 @@ class UidSlot:
         self._fh.close()
 
 
-class Cgroup:
-    def __init__(self, name: str, limits: Limits):
-        self.paths = [CGROUP_ROOT / "memory" / "jaxpath" / name, CGROUP_ROOT / "pids" / "jaxpath" / name]
-        for p in self.paths:
-            p.mkdir(parents=True, exist_ok=True)
-        (self.paths[0] / "memory.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
-        try:  # no swap beyond the memory limit, where the kernel accounts swap
-            (self.paths[0] / "memory.memsw.limit_in_bytes").write_text(str(limits.memory_mb * 1024 * 1024))
-        except OSError:
-            pass
-        (self.paths[1] / "pids.max").write_text(str(limits.pids))
-
-    def enter_command(self) -> str:
-        """Shell that moves itself into the cgroups before exec'ing the sandbox."""
-        return "; ".join(f"echo $$ > {p / 'cgroup.procs'}" for p in self.paths)
-
-    def oom_killed(self) -> bool:
-        try:  # the kernel's OOM killer counts its kills here; failcnt stays 0 on some kernels
-            control = dict(line.split() for line in (self.paths[0] / "memory.oom_control").read_text().splitlines()
-                           if len(line.split()) == 2)
-            if int(control.get("oom_kill", 0)) > 0:
-                return True
-        except (OSError, ValueError):
-            pass
-        try:
-            return int((self.paths[0] / "memory.failcnt").read_text()) > 0
-        except (OSError, ValueError):
-            return False
-
-    def pids_hit(self) -> bool:
-        try:
-            return "max" in (self.paths[1] / "pids.events").read_text() and \
-                int((self.paths[1] / "pids.events").read_text().split()[-1]) > 0
-        except (OSError, ValueError, IndexError):
-            return False
-
-    def kill_all(self, deadline: float = 60.0) -> None:
-        """Kill every process in the cgroups until they are empty (a fork bomb keeps forking while it is
-        killed, and a loaded machine is slow to reap: wait for empty, not for a number of rounds)."""
-        end = time.monotonic() + deadline
-        while time.monotonic() < end:
-            pids = set()
-            for p in self.paths:
-                try:
-                    pids |= {int(x) for x in (p / "cgroup.procs").read_text().split()}
-                except OSError:
-                    pass
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.05)
-        for p in self.paths:
-            try:
-                p.rmdir()
-            except OSError:
-                pass
-
-
-def _python_prefixes() -> list[str]:
-    """Read-only binds the kernel's Python needs: the interpreter's prefix and the virtual environment."""
-    out = {os.path.realpath(sys.base_prefix), os.path.realpath(sys.prefix)}
-    return sorted(out)
-
-
-def _parents(path: str) -> list[str]:
-    parts = Path(path).parts[1:-1]
-    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-JAX_CACHE = "/jaxcache"
-
-
-def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits: Limits, env: dict[str, str],
-                  jax_cache: str | None = None) -> list[str]:
-    cmd = ["bwrap", "--die-with-parent", "--new-session",
-           "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "sandbox",
-           "--clearenv",
-           "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
-           "--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin",
-           "--ro-bind", "/etc/ld.so.cache", "/etc/ld.so.cache",
-           "--proc", "/proc", "--dev", "/dev",
-           "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp",
-           "--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]
-    for name in ("/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/localtime"):
-        if os.path.exists(name):
-            cmd += ["--ro-bind", name, name]
-    made = set()
-    for prefix in _python_prefixes() + [str(sockdir)]:
-        for parent in _parents(prefix + "/x"):
-            if parent not in made and parent not in ("/usr", "/tmp"):
-                cmd += ["--perms", "0755", "--dir", parent]
-                made.add(parent)
-    for prefix in _python_prefixes():
-        cmd += ["--ro-bind", prefix, prefix]
-    cmd += ["--bind", str(sockdir), str(sockdir), "--bind", str(workdir), WORKDIR, "--chdir", WORKDIR]
-    if jax_cache:
-        # The compilation cache the coordinator warmed with the reference solutions: read-only, so no
-        # submission can plant a compiled program that another student's notebook would load.
-        cmd += ["--ro-bind", jax_cache, JAX_CACHE]
-    for k, v in env.items():
-        cmd += ["--setenv", k, v]
-    cmd += ["--", "prlimit", f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_mb * 1024 * 1024}",
-            f"--nproc={limits.pids}", "--core=0", "--",
-            "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
-            "--inh-caps=-all", "--bounding-set=-all", "--"]
-    return cmd
-
-
-def sandbox_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    bindir = str(Path(sys.executable).parent)
-    # Tools' caches and settings (matplotlib's font list, XDG folders) go to /tmp, not into the work folder,
-    # whose new files come back to autograded/ as the notebook's own.
-    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
-           "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu",
-           "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp/.matplotlib", "XDG_CACHE_HOME": "/tmp/.cache",
-           "XDG_CONFIG_HOME": "/tmp/.config", "XDG_DATA_HOME": "/tmp/.local/share"}
-    env.update(extra or {})
-    return env
-
-
 class SandboxedKernelManager(AsyncKernelManager):
     """A kernel manager whose kernel starts inside bwrap, as an unprivileged uid, in a cgroup."""
 
     sandbox_prefix: list[str] = []
     sandbox_uid: int = -1
+    on_launch = None
+    """Called with the pid of the process the kernel manager started (the outer bwrap, rootless)."""
 
     @property
     def kernel_spec(self):
@@ -281,6 +142,12 @@ class SandboxedKernelManager(AsyncKernelManager):
         if self.sandbox_uid >= 0 and os.path.exists(self.connection_file):
             os.chown(self.connection_file, self.sandbox_uid, self.sandbox_uid)
         return list(self.sandbox_prefix) + super().format_kernel_cmd(extra_arguments)
+
+    async def _async_launch_kernel(self, kernel_cmd, **kw):
+        await super()._async_launch_kernel(kernel_cmd, **kw)
+        process = getattr(self.provisioner, "process", None)
+        if self.on_launch is not None and process is not None:
+            self.on_launch(process.pid)
 
 
 @dataclass
@@ -347,55 +214,82 @@ def written_files(root: Path, sent: dict[str, bytes], max_bytes: int) -> Written
 class Sandbox:
     """Everything one sandboxed kernel needs, created on enter and destroyed on exit.
 
-    with Sandbox(files, limits) as sb:
+    with Sandbox(files, limits, level=Level.parse("root+cgroup-v1")) as sb:
         km = sb.kernel_manager("python3")
     """
 
     def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None,
-                 jax_cache: str | None = None):
+                 jax_cache: str | None = None, level: Level | None = None):
         self.files, self.limits, self.env = files, limits, dict(env or {})
+        self.level = level or host_level()
+        if not self.level.isolated:
+            raise SandboxUnavailable("a sandbox needs an isolation level (not 'none')")
         self.written = Written({}, [], [])
         self.jax_cache = jax_cache if jax_cache and os.path.isdir(jax_cache) else None
         if self.jax_cache:
             self.env.update(JAX_COMPILATION_CACHE_DIR=JAX_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
 
+    @property
+    def rootless(self) -> bool:
+        return self.level.namespaces == "rootless"
+
     def __enter__(self) -> "Sandbox":
-        self.slot = UidSlot()
-        uid = self.slot.uid
-        base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+        self.slot = None if self.rootless else UidSlot()
+        uid = os.getuid() if self.slot is None else self.slot.uid
+        self.pidns = PidNamespace()
+        # With a cgroup, the work folder lives in memory and its files are charged to the notebook's memory;
+        # without one (rlimits), on disk, bounded per file by RLIMIT_FSIZE.
+        shm = Path("/dev/shm")
+        base = shm if self.level.cgroup and shm.is_dir() else Path(tempfile.gettempdir())
         self.root = Path(tempfile.mkdtemp(prefix="jaxpath-sbx-", dir=base))
-        os.chmod(self.root, 0o711)
-        self.workdir, self.sockdir = self.root / "work", self.root / "sock"
-        for d in (self.workdir, self.sockdir):
-            d.mkdir()
-            os.chown(d, uid, uid)
-            os.chmod(d, 0o700)
-        for rel, data in self.files.items():
-            target = (self.workdir / rel).resolve()
-            if self.workdir.resolve() not in target.parents:
-                continue  # a path that climbs out of the folder is never written
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        for p in [self.workdir, *self.workdir.rglob("*")]:
-            os.chown(p, uid, uid, follow_symlinks=False)
-        self.cgroup = Cgroup(self.root.name, self.limits)
+        try:
+            os.chmod(self.root, 0o711)
+            self.workdir, self.sockdir = self.root / "work", self.root / "sock"
+            for d in (self.workdir, self.sockdir):
+                d.mkdir()
+                if self.slot is not None:
+                    os.chown(d, uid, uid)
+                os.chmod(d, 0o700)
+            for rel, data in self.files.items():
+                target = (self.workdir / rel).resolve()
+                if self.workdir.resolve() not in target.parents:
+                    continue  # a path that climbs out of the folder is never written
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            if self.slot is not None:
+                for p in [self.workdir, *self.workdir.rglob("*")]:
+                    os.chown(p, uid, uid, follow_symlinks=False)
+            self.cgroup = resource_layer(self.level, self.root.name, self.limits)
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            if self.slot is not None:
+                self.slot.release()
+            raise
         self.uid = uid
         return self
 
     def kernel_manager(self, kernel_name: str) -> SandboxedKernelManager:
         km = SandboxedKernelManager(kernel_name=kernel_name, transport="ipc", ip=str(self.sockdir / "k"))
         km.connection_file = str(self.sockdir / "kernel.json")
-        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits, sandbox_env(self.env), self.jax_cache)
-        km.sandbox_prefix = ["sh", "-c", self.cgroup.enter_command() + '; exec "$@"', "jaxpath-sandbox", *inner]
-        km.sandbox_uid = self.uid
+        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits,
+                              sandbox_env(self.env, level=self.level), self.jax_cache, level=self.level,
+                              bwrap=shutil.which("bwrap") or "bwrap")
+        enter = self.cgroup.enter_command()
+        km.sandbox_prefix = (["sh", "-c", enter + '; exec "$@"', "jaxpath-sandbox"] if enter else []) + inner
+        km.sandbox_uid = -1 if self.rootless else self.uid
+        if self.rootless:
+            km.on_launch = self.pidns.found
         return km
 
     def __exit__(self, *exc) -> None:
         try:
             self.cgroup.kill_all()
-            clear_uid(self.slot.uid)  # and anything of its uid that escaped the cgroup's accounting
+            if self.slot is not None:
+                clear_uid(self.slot.uid)  # and anything of its uid that escaped the cgroup's accounting
+            self.pidns.kill()  # rootless: the namespace's init, and with it every process the notebook started
             # Every process of the notebook is gone: nothing can swap a file for a link while it is read.
             self.written = written_files(self.workdir, self.files, self.limits.file_mb * 1024 * 1024)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
-            self.slot.release()
+            if self.slot is not None:
+                self.slot.release()

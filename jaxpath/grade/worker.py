@@ -17,6 +17,8 @@ from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
 from . import integrity
 from .statuses import GradeStatus
+from .isolation import NONE, Level
+from .isolation.rlimits import address_space_mb
 from .sandbox import Limits, Sandbox, Written, written_files
 
 
@@ -77,8 +79,10 @@ def run_task(task: dict) -> dict:
                     _mark_rest(nb, code_cells[n + 1:], f"not run: cell {i + 1} never finished")
                     return
 
+    level = Level.parse(task["isolation"]) if task.get("isolation") else None  # None: what this host gives
     if task.get("sandbox", True):
-        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.get("jax_cache")) as sb:
+        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.get("jax_cache"),
+                     level=level) as sb:
             km = sb.kernel_manager(task.get("kernel_name", "python3"))
             try:
                 with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
@@ -89,7 +93,10 @@ def run_task(task: dict) -> dict:
                 _mark_rest(nb, code_cells, "not run: the kernel did not start")
             if status == GradeStatus.CRASHED and sb.cgroup.oom_killed():
                 reason += f": it used more than its {limits.memory_mb} MB of memory"
-        written = sb.written
+            elif not sb.level.cgroup and _raised(nb, "MemoryError"):  # rlimits: the cell fails, the kernel lives
+                reason = (reason + "; " if reason else "") + ("a cell ran out of memory (MemoryError at the "
+                                                              f"{address_space_mb(limits)} MB address-space limit)")
+        written, level = sb.written, sb.level
     else:
         with tempfile.TemporaryDirectory(prefix="jaxpath-nosbx-") as d:
             for rel, data in files.items():
@@ -110,7 +117,12 @@ def run_task(task: dict) -> dict:
     return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
             "seconds": time.perf_counter() - t0, "worker": socket.gethostname(),
             "tampering": guard.evidence if guard else [],
-            "written": written.files, "removed": written.removed}
+            "written": written.files, "removed": written.removed,
+            "isolation": level.name if task.get("sandbox", True) else NONE.name}
+
+
+def _raised(nb, ename: str) -> bool:
+    return any(o.get("ename") == ename for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
 class _Guard:
