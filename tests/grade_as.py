@@ -1,0 +1,29 @@
+"""`python tests/grade_as.py ROOT PART OUT.json LEVEL [limits as JSON]`: grade ROOT's PART at isolation level
+LEVEL and write the statuses as JSON to OUT.json. The tests of the rootless level run it as an ordinary
+account (tests/as_user.py), so the whole grader, not only the kernels, runs without root."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+from jaxpath import Config
+from jaxpath.grade import Limits, grade
+
+
+def main(argv: list[str]) -> int:
+    root, part, out, level = Path(argv[0]), argv[1], Path(argv[2]), argv[3]
+    limits = Limits(**json.loads(argv[4])) if len(argv) > 4 else Limits()
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")  # and the batch's isolation line
+    t0 = time.perf_counter()
+    report = grade(Config.load(root), part, workers=2, limits=limits, isolation=level, force=True)
+    rows = [{k: v for k, v in dataclasses.asdict(s).items() if k != "graded_at"} for s in report.results]
+    out.write_text(json.dumps({"isolation": report.isolation, "seconds": time.perf_counter() - t0, "results": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
