@@ -27,7 +27,7 @@ def test_release_has_stubs_and_no_secrets(course_config):
 def test_secret_lines_come_from_solutions_hidden_tests_and_variants(course_config):
     secrets = course_secrets(course_config).all
     assert "return 2 * x" in secrets and "cell 11" in secrets["return 2 * x"]
-    assert secrets["assert double(-1.5) == -3.0, 'negative floats too'"].endswith("cell 12")
+    assert secrets["assert double(-1.5) == -3.0, 'negative floats too'"].endswith("cell 12 (hidden test)")
     assert "[double] wrong answer 1" in secrets["return x + 2"]
     assert "def double(x):" not in secrets  # public: the stub keeps the signature
 
