@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..chapter import INTENDED_ERROR, Chapter, is_answer, is_test, tags
 from ..problems import Problem
-from .normalize import normalize
+from .normalize import normalize, timing_cells
 
 SEVERITY = {1: "cells that start or stop raising", 2: "exercises that no longer tell right from wrong",
             3: "changed outputs", 4: "new, vanished or changed warnings"}
@@ -59,7 +59,7 @@ def strip_stamp(nb) -> list:
     return [c for c in nb.cells if STAMP_TAG not in tags(c)]
 
 
-def output_text(cell, versions=None) -> tuple[str, bool, str]:
+def output_text(cell, versions=None, timing: bool = False) -> tuple[str, bool, str]:
     """(the cell's outputs as normalised text, whether it raised, the error as 'Name: first line')."""
     parts, raised, error = [], False, ""
     for out in cell.get("outputs", []):
@@ -81,7 +81,7 @@ def output_text(cell, versions=None) -> tuple[str, bool, str]:
             first = (out.get("evalue") or "").strip()
             error = f"{out.get('ename', '')}: {first.splitlines()[0] if first else ''}".strip(": ")
             parts.append(f"{out.get('ename', '')}: {first}\n")
-    return normalize("".join(parts), versions), raised, normalize(error, versions)
+    return normalize("".join(parts), versions, timing), raised, normalize(error, versions)
 
 
 def _paragraph(cells: list, index: int) -> str:
@@ -184,34 +184,39 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
     # after a kernel died, the cells below it never ran: that is one finding, not one per cell
     dead = [p.cell for p in side_problems if problem_kind(p)[1] == "kernel died" and p.cell is not None]
     last = min(dead) if dead else len(cells)
+    timed = timing_cells([c.source if c.cell_type == "code" else "" for c in cells])
     for i, cell in enumerate(cells):
         if cell.cell_type != "code" or i >= len(a) or i >= len(b) or i >= last:
             continue
-        old, old_raised, old_err = output_text(a[i], versions)
-        new, new_raised, new_err = output_text(b[i], versions)
-        if i not in flagged and i not in exercise_cells and old_raised != new_raised:
-            if new_raised:
-                add(1, i, "starts raising", f"raises {new_err} on the side stack; it did not on the pinned one")
-            elif INTENDED_ERROR in tags(cell):
-                add(1, i, "no longer raises", f"tagged {INTENDED_ERROR}, raised {old_err} on the pinned stack and "
-                                              "nothing on the side one: the text promises an error that is gone")
-            else:
-                add(1, i, "stops raising", f"raised {old_err} on the pinned stack and nothing on the side one")
-        if old == new:
-            continue
-        hunks = _hunks(old, new)
-        for severity, about_warning in ((3, False), (4, True)):
-            lines = [l for warn, h in hunks if warn == about_warning for l in h + ["…"]][:-1]
-            if not lines:
-                continue
-            diff = "\n".join(lines)
-            if severity == 3:
-                what = "error message changed" if old_raised and new_raised and old_err != new_err else "output changed"
-            else:
-                gained = any(l.startswith("+") and WARNING.search(l) for l in lines)
-                lost = any(l.startswith("-") and WARNING.search(l) for l in lines)
-                what = "warning changed" if gained and lost else "new warning" if gained else "warning vanished"
-            ex = next((e.name for e in ch.exercises if i == e.answer or i in e.tests), "")
-            add(severity, i, what, f"{what} (pinned -, side +)", diff, ex)
+        old, old_raised, old_err = output_text(a[i], versions, i in timed)
+        new, new_raised, new_err = output_text(b[i], versions, i in timed)
+        hunks = _hunks(old, new) if old != new else []
+        content = "\n".join([l for warn, h in hunks if not warn for l in h + ["…"]][:-1])
+        warning = "\n".join([l for warn, h in hunks if warn for l in h + ["…"]][:-1])
+        if i in flagged or old_raised != new_raised:
+            # a cell that starts or stops raising (or an exercise the side run flagged): one finding, with the
+            # changed output as its diff, not a second one of severity 3
+            if i not in flagged and i not in exercise_cells:
+                if new_raised:
+                    add(1, i, "starts raising", f"raises {new_err} on the side stack; it did not on the pinned one")
+                elif INTENDED_ERROR in tags(cell):
+                    add(1, i, "no longer raises", f"tagged {INTENDED_ERROR}, raised {old_err} on the pinned stack "
+                                                  "and nothing on the side one: the text promises an error that is gone")
+                else:
+                    add(1, i, "stops raising", f"raised {old_err} on the pinned stack and nothing on the side one")
+            first = next((f for f in findings if f.cell == i and not f.diff), None)
+            if first is not None:
+                first.diff = content
+                first.claim = first.claim or _claim(cells, i, content)
+            content = ""
+        ex = next((e.name for e in ch.exercises if i == e.answer or i in e.tests), "")
+        if content:
+            what = "error message changed" if old_raised and new_raised and old_err != new_err else "output changed"
+            add(3, i, what, f"{what} (pinned -, side +)", content, ex)
+        if warning:
+            gained = any(l.startswith("+") and WARNING.search(l) for l in warning.splitlines())
+            lost = any(l.startswith("-") and WARNING.search(l) for l in warning.splitlines())
+            what = "warning changed" if gained and lost else "new warning" if gained else "warning vanished"
+            add(4, i, what, f"{what} (pinned -, side +)", warning, ex)
     findings.sort(key=lambda f: (f.severity, f.cell))
     return findings

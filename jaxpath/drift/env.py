@@ -41,6 +41,8 @@ class SideEnv:
     pins: tuple[str, ...] = ()
     built: bool = False
     """True when this call built the environment (False: it came from the cache, or from --python)."""
+    env: dict = field(default_factory=dict)
+    """Extra variables of the kernel's environment (the tests put a fake stack on PYTHONPATH this way)."""
 
     @property
     def label(self) -> str:
@@ -120,28 +122,35 @@ def _versions(python: Path) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _write_kernelspec(env: SideEnv) -> None:
+def write_kernelspec(env: SideEnv) -> None:
     spec = {"argv": [str(env.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
             "display_name": f"Python ({env.label}, jaxpath drift)", "language": "python",
             # the side environment's bin first, as kernel_env puts the course's first
-            "env": {"PATH": str(env.python.parent) + os.pathsep + "${PATH}"}}
+            "env": {"PATH": str(env.python.parent) + os.pathsep + "${PATH}", **env.env}}
     path = env.kernel_dirs / "kernels" / env.kernel_name / "kernel.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
-def _conflict(log: str, pins: list[Requirement]) -> str:
-    """pip's own explanation of why it cannot install the requirements, in a few lines."""
-    lines = log.splitlines()
-    keep = []
+def conflict_message(log: str, pins: list[Requirement]) -> str:
+    """pip's own explanation of why it cannot install the requirements (its ERROR lines and the block after
+    'The conflict is caused by:'), in a few lines."""
+    lines = [l.rstrip() for l in log.splitlines()]
+    errors = [l.removeprefix("ERROR:").strip() for l in lines
+              if l.startswith("ERROR:") and "ResolutionImpossible" not in l]
+    cause: list[str] = []
     for i, line in enumerate(lines):
-        if "The conflict is caused by" in line:
-            keep += [l.strip() for l in lines[i:i + 12] if l.strip() and not l.startswith("To fix")]
+        if line.strip().startswith("The conflict is caused by"):
+            for l in lines[i + 1:]:
+                if not l.strip():
+                    break
+                cause.append(l.strip())
             break
-    keep += [l.strip() for l in lines if l.startswith("ERROR:") and l.strip() not in keep][:4]
     pinned = " ".join(str(p) for p in pins) or "(no pins)"
-    return (f"the side environment with {pinned} cannot be installed:\n  " + "\n  ".join(keep[:16]) +
-            "\n(move the conflicting pins with it, e.g. --with 'jax==X jaxlib==X flax==Y')")
+    text = f"the side environment with {pinned} cannot be installed: " + ("; ".join(errors[:3]) or "pip failed")
+    if cause:
+        text += "\n  the conflict is caused by: " + "; ".join(cause[:8])
+    return text + "\n  move the conflicting pins together, e.g. --with 'jax==X jaxlib==X flax==Y'"
 
 
 def existing_python(python: str | os.PathLike) -> SideEnv:
@@ -157,7 +166,7 @@ def existing_python(python: str | os.PathLike) -> SideEnv:
                              f"ipykernel and the course's stack: {py} -m pip install {need})")
     key = "py-" + hashlib.sha256(str(py).encode()).hexdigest()[:12]
     env = SideEnv(py, cache_root() / key, key, versions)
-    _write_kernelspec(env)
+    write_kernelspec(env)
     return env
 
 
@@ -187,11 +196,11 @@ def side_env(lock_path: Path, pins: list[Requirement], *, log=print) -> SideEnv:
             if rc != 0:
                 text = (folder / "pip.log").read_text(encoding="utf-8", errors="replace")
                 shutil.rmtree(folder / "venv", ignore_errors=True)
-                raise DriftError(_conflict(text, pins) + f"\n(pip's full log: {folder / 'pip.log'})")
+                raise DriftError(conflict_message(text, pins) + f"\n  pip's full log: {folder / 'pip.log'}")
             built = True
         versions = _versions(python)
         env = SideEnv(python, folder, key, versions, tuple(map(str, pins)), built)
-        _write_kernelspec(env)
+        write_kernelspec(env)
         if built:
             done.write_text(json.dumps({"pins": list(env.pins), "versions": versions}, indent=1), encoding="utf-8")
     return env

@@ -31,6 +31,9 @@ RULES: list[tuple[str, re.Pattern, str]] = [
 """(name, pattern, replacement), applied in order."""
 
 RATIO = re.compile(rf"(?:\b{NUMBER}\s?[x×](?![\w])|\b(ratio|speedup|faster|slower)(\W{{1,3}}){NUMBER})")
+MEASURED = re.compile(rf"(?:(?<![\w.])[x×]\s?{NUMBER}\b|\b{NUMBER}\s?[x×](?![\w])|(?<![\w.])[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\b)")
+CLOCK = re.compile(r"perf_counter|\btime\.time\(|\btimeit\b|\bmonotonic\b|process_time|%%?time\b|datetime\.now")
+SPACES = re.compile(r"[ \t]+")
 TRACEBACK = re.compile(r"^(\s*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
 
 
@@ -49,8 +52,23 @@ def version_rule(versions: Iterable[str]) -> re.Pattern | None:
     return re.compile(r"(?<![\w.])v?(?:" + "|".join(map(re.escape, vs)) + r")(?![\w.]*\d)")
 
 
-def normalize(text: str, versions: re.Pattern | None = None) -> str:
-    """`text` with everything that is not content replaced by placeholders (see RULES)."""
+def timing_cells(sources: list[str]) -> set[int]:
+    """Indices of the cells that measure time: a cell that reads a clock, or calls a function defined in one
+    that does (a chapter's `bench` helper), followed through helpers that call helpers."""
+    clocked = {i for i, src in enumerate(sources) if CLOCK.search(src)}
+    while True:
+        helpers = {name for i in clocked for name in re.findall(r"^\s*def\s+(\w+)", sources[i], re.M)}
+        call = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(helpers))) + r")\s*\(") if helpers else None
+        more = {i for i, src in enumerate(sources) if call and call.search(src)} - clocked
+        if not more:
+            return clocked
+        clocked |= more
+
+
+def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False) -> str:
+    """`text` with everything that is not content replaced by placeholders (see RULES). With `timing` (the
+    output of a cell that measures time), every non-integer number and every ratio is a measurement too.
+    Runs of spaces count as one (alignment padding changes with the width of a number)."""
     # A traceback printed by a library (jax logs one when a callback fails): its frames are the library's
     # implementation, its last line (the exception) is content.
     text = TRACEBACK.sub(lambda m: f"{m.group(1)}Traceback (most recent call last): <frames>\n", text)
@@ -58,4 +76,7 @@ def normalize(text: str, versions: re.Pattern | None = None) -> str:
         text = pattern.sub(repl, text)
     if versions is not None:
         text = versions.sub("<version>", text)
-    return "\n".join(_ratios(line.rstrip()) for line in text.split("\n"))
+    lines = [_ratios(line.rstrip()) for line in text.split("\n")]
+    if timing:
+        lines = [MEASURED.sub("<measured>", line) for line in lines]
+    return "\n".join(SPACES.sub(" ", line) for line in lines)

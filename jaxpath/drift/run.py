@@ -7,11 +7,12 @@ executed from the chapter as it is now on the lock's jax; otherwise the chapter 
 too, into build/drift/pinned/ (build/executed/ is left alone)."""
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -19,11 +20,12 @@ import nbformat
 
 from ..chapter import Chapter, load_chapter
 from ..config import Config
+from ..files import write_atomic
 from ..manifest import load_manifest, notebook_path, variants_path
 from ..problems import Problem
 from ..validate import resolve_chapters, run_chapter
 from .compare import Finding, compare_chapter, strip_stamp
-from .env import STACK, SideEnv, side_requirements
+from .env import STACK, DriftError, SideEnv, side_requirements
 from .normalize import version_rule
 
 
@@ -69,7 +71,11 @@ def _load(config: Config, chapter_id: str) -> Chapter:
 
 
 def lock_version(config: Config, package: str = "jax") -> str:
-    for line in side_requirements((config.root / "requirements.txt").read_text(encoding="utf-8"), []).splitlines():
+    """The version the lock (requirements.txt) pins `package` to ("" when it pins none)."""
+    lock = config.root / "requirements.txt"
+    if not lock.exists():
+        return ""
+    for line in side_requirements(lock.read_text(encoding="utf-8"), []).splitlines():
         name, _, version = line.partition("==")
         if name.strip().lower() == package:
             return version.strip()
@@ -101,12 +107,29 @@ def _execute(root: str, chapter_id: str, out: str, kernel_name: str | None, kern
         config = replace(config, kernel_name=kernel_name)
     t0 = time.perf_counter()
     problems, _ = run_chapter(_load(config, chapter_id), config, Path(out))
-    return chapter_id, kernel_name is None, problems, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    write_atomic(_problems_path(Path(out)), json.dumps({"seconds": seconds, "problems": [asdict(p) for p in problems]}))
+    return chapter_id, kernel_name is None, problems, seconds
+
+
+def _problems_path(notebook: Path) -> Path:
+    return notebook.with_suffix(".problems.json")
+
+
+def _earlier(chapter_id: str, out: str, kernel_name: str | None, kernel_dirs: str | None):
+    """A run that an earlier `drift` left in build/drift/ (for --compare-only)."""
+    try:
+        data = json.loads(_problems_path(Path(out)).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise DriftError(f"{out}: no earlier drift run of {chapter_id} to compare (run without --compare-only)") from None
+    return chapter_id, kernel_name is None, [Problem(**p) for p in data["problems"]], data["seconds"]
 
 
 def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *, jobs: int = 2,
-          on_chapter: Callable[[ChapterDrift], None] | None = None) -> DriftResult:
-    """Run `chapters` (default: every written chapter) on `env` and compare each with the pinned build."""
+          on_chapter: Callable[[ChapterDrift], None] | None = None, compare_only: bool = False) -> DriftResult:
+    """Run `chapters` (default: every written chapter) on `env` and compare each with the pinned build. With
+    `compare_only`, execute nothing: compare the runs an earlier call left in build/drift/ again (seconds; for
+    working on the normaliser)."""
     t0 = time.perf_counter()
     ids = [c for c in resolve_chapters(load_manifest(config), chapters) if notebook_path(config, c).exists()]
     out_root = config.build / "drift"
@@ -142,7 +165,10 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
         if (cid, False) in problems and (pinned[cid] is not None or (cid, True) in problems):
             finish(cid)
 
-    if jobs <= 1 or len(tasks) <= 1:
+    if compare_only:
+        for task in tasks:
+            landed(*_earlier(*task))
+    elif jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             landed(*_execute(str(config.root), *task))
     else:

@@ -1,0 +1,72 @@
+"""The drift report: an HTML page (templates/drift.html.j2, every finding with its place, prose and diff) and a
+short text summary, both named after the side stack (reports/drift/jax-0.11.2.{html,txt})."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ..files import write_atomic
+from .compare import SEVERITY
+from .run import DriftResult
+
+
+def stack_text(stamp: dict) -> str:
+    keys = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy")
+    return ", ".join(f"{k} {stamp[k]}" for k in keys if k in stamp) + (f", Python {stamp['python']}"
+                                                                         if "python" in stamp else "")
+
+
+def _stamps(result: DriftResult) -> tuple[str, str]:
+    pinned = next((c.pinned_stamp for c in result.chapters if c.pinned_stamp), {})
+    side = next((c.side_stamp for c in result.chapters if c.side_stamp), {}) or result.env.versions
+    return stack_text(pinned), stack_text(side)
+
+
+def render_html(result: DriftResult, command: str, jobs: int) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("jaxpath", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    pinned, side = _stamps(result)
+    return env.get_template("drift.html.j2").render(
+        side_label=result.env.label, side_stack=side, pinned_stack=pinned, chapters=result.chapters,
+        seconds=result.seconds, compare_seconds=result.compare_seconds, jobs=jobs, broken=result.broken,
+        command=command, severities=list(SEVERITY.items()), totals={s: result.count(s) for s in SEVERITY})
+
+
+def render_text(result: DriftResult, command: str, jobs: int) -> str:
+    """The summary: counts per severity and chapter, then one line per finding (each diff's first lines)."""
+    pinned, side = _stamps(result)
+    out = [f"Upgrade drift: {side}", f"  against the pinned build: {pinned}",
+           f"  {len(result.chapters)} chapters, {result.seconds:.0f} s wall ({jobs} in parallel), "
+           f"comparison {result.compare_seconds:.2f} s",
+           f"  regenerate: {command}", ""]
+    out.append("  ".join(f"{s}: {result.count(s)} {name}" for s, name in SEVERITY.items()))
+    out.append("")
+    width = max([len(c.id) for c in result.chapters] + [8])
+    out.append(f"{'chapter':<{width}}  " + "  ".join(f"{s:>3}" for s in SEVERITY) + "  side run")
+    for c in result.chapters:
+        out.append(f"{c.id:<{width}}  " + "  ".join(f"{c.count(s) or '':>3}" for s in SEVERITY)
+                   + f"  {c.seconds:5.0f} s" + ("" if c.baseline == "build/executed" else f"  (pinned {c.baseline})"))
+    for s, name in SEVERITY.items():
+        fs = [f for f in result.findings if f.severity == s]
+        if not fs:
+            continue
+        out += ["", f"{s}. {name.capitalize()} ({len(fs)})"]
+        for f in fs:
+            out.append(f"- {f.where} · {f.section}: {f.kind}: {f.message if not f.diff else ''}".rstrip(": "))
+            diff = [l for l in f.diff.splitlines() if l[:1] in "+-"][:4]
+            out += [textwrap.shorten(f"    {l}", 160, placeholder=" …") for l in diff]
+            if f.claim:
+                out.append(textwrap.shorten(f"    version-specific: {f.claim}", 200, placeholder=" …"))
+    if not result.findings:
+        out += ["", "No finding: the course reads and grades the same on this stack."]
+    return "\n".join(out) + "\n"
+
+
+def write_reports(result: DriftResult, out_dir: Path, command: str, jobs: int) -> tuple[Path, Path]:
+    """reports/drift/<label>.html and .txt, written atomically."""
+    html, txt = Path(out_dir) / f"{result.env.label}.html", Path(out_dir) / f"{result.env.label}.txt"
+    write_atomic(html, render_html(result, command, jobs))
+    write_atomic(txt, render_text(result, command, jobs))
+    return html, txt

@@ -1,0 +1,241 @@
+"""`jaxpath drift`: the side environment's requirements, the normaliser, the comparison by severity, the reports,
+and a real run of a fixture chapter on two "stacks" (tests/fixtures/drift/: the chapter imports `stack`, and
+the side kernel finds another stack.py first on its PYTHONPATH), one finding per severity and none for noise."""
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_factory import make_course
+from jaxpath.chapter import load_chapter
+from jaxpath.cli import main
+from jaxpath.config import Config
+from jaxpath.drift.compare import compare_chapter
+from jaxpath.drift.env import DriftError, SideEnv, conflict_message, parse_pins, side_requirements, write_kernelspec
+from jaxpath.drift.normalize import normalize, timing_cells, version_rule
+from jaxpath.drift.report import render_html, render_text, write_reports
+from jaxpath.drift.run import DriftResult, drift
+from jaxpath.problems import Problem
+
+FIXTURE = Path(__file__).parent / "fixtures" / "drift"
+
+LOCK = """# a lock
+jax==0.12.0.1
+jaxlib==0.12.0.1
+flax==0.12.12  # a comment
+numpy==2.5.5
+"""
+
+PIP_CONFLICT = """Collecting jax==0.11.2
+INFO: pip is looking at multiple versions of jax to determine which version is compatible with other requirements.
+ERROR: Cannot install jax==0.11.2 and jaxlib==0.12.0.1 because these package versions have conflicting dependencies.
+
+The conflict is caused by:
+    The user requested jaxlib==0.12.0.1
+    jax 0.11.2 depends on jaxlib<=0.11.2 and >=0.11.2
+
+To fix this you could try to:
+1. loosen the range of package versions you've specified
+
+ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/topics/dependency-resolution/
+"""
+
+
+# ---- the side environment's requirements --------------------------------------------------------------------
+
+def test_pins_replace_the_locks_lines_and_add_the_rest():
+    reqs = side_requirements(LOCK, parse_pins("jax==0.11.2, jaxlib==0.11.2 optax==0.2.7"))
+    assert reqs.splitlines() == ["jax==0.11.2", "jaxlib==0.11.2", "flax==0.12.12", "numpy==2.5.5", "optax==0.2.7"]
+    assert side_requirements(LOCK, parse_pins("JAX==0.11.2")).lower().splitlines() == [  # names compare canonically
+        "jax==0.11.2", "jaxlib==0.12.0.1", "flax==0.12.12", "numpy==2.5.5"]
+
+
+def test_a_pin_without_a_version_or_not_a_requirement_is_refused():
+    with pytest.raises(DriftError, match="names no version"):
+        parse_pins("jax")
+    with pytest.raises(DriftError, match="not a requirement"):
+        parse_pins("jax==0.11.2 ==3")
+
+
+def test_a_resolver_conflict_is_told_in_pips_own_words():
+    msg = conflict_message(PIP_CONFLICT, parse_pins("jax==0.11.2"))
+    assert "jax==0.11.2 cannot be installed" in msg
+    assert "Cannot install jax==0.11.2 and jaxlib==0.12.0.1" in msg
+    assert "jax 0.11.2 depends on jaxlib<=0.11.2 and >=0.11.2" in msg
+    assert "loosen" not in msg and "ResolutionImpossible" not in msg
+    assert "--with" in msg
+
+
+def test_the_cli_refuses_a_bad_pin_before_building_anything(tmp_path, capsys):
+    root = make_course(tmp_path / "course")
+    assert main(["--root", str(root), "drift", "--with", "jax"]) == 2
+    assert "names no version" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--root", str(root), "drift"])  # neither --with nor --python
+
+
+# ---- the normaliser -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("a, b", [
+    ("<object object at 0x7f3a2b1c0d10>", "<object object at 0x7f11aa00ff20>"),
+    ("f32[4] from /tmp/ipykernel_28603/75021138.py:6:8 (f)", "f32[4] from /tmp/ipykernel_1201/75021138.py:6:8 (f)"),
+    ("first call 79.93 ms", "first call 102.1 ms"),
+    ("the result was ready at 9.311 ms (89x later)", "the result was ready at 12.5 ms (101x later)"),
+    ("saved to /tmp/tmpab12cd/ckpt", "saved to /tmp/tmpzz99yy/ckpt"),
+    ('  File "/work/main/.venv/lib/python3.12/site-packages/jax/_src/api.py", line 9, in f',
+     '  File "/root/.cache/jaxpath/drift/ab12/venv/lib/python3.12/site-packages/jax/_src/api.py", line 9, in f'),
+    ("id=140234567890123", "id=140299999999999"),
+    ("on 2026-12-01T10:10:45+00:00", "on 2026-12-02T08:00:01+00:00"),
+    ("jax 0.12.0.1 | numpy 2.5.5", "jax 0.11.2 | numpy 2.5.5"),
+    ("callback failed\nTraceback (most recent call last):\n  File \"a.py\", line 9, in f\n    x()\nValueError: boom",
+     "callback failed\nTraceback (most recent call last):\n  File \"b.py\", line 12, in g\n    y()\nValueError: boom"),
+])
+def test_what_is_not_content_normalises_away(a, b):
+    versions = version_rule(["0.12.0.1", "0.11.2", "2.5.5"])
+    assert normalize(a, versions) == normalize(b, versions)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("[1. 2. 3.]", "[1. 2. 4.]"),
+    ("float32[3]", "float32[3,1]"),
+    ("{ lambda ; a:f32[]. let b:f32[] = sin a in (b,) }", "{ lambda ; a:f32[]. let b:f32[] = cos a in (b,) }"),
+    ("grad alone: 8x", "grad alone: 64x"),  # a ratio outside a timing cell is content
+    ("[CpuDevice(id=0)]", "[CpuDevice(id=1)]"),  # a small id is content
+    ("TypeError: bad", "ValueError: bad"),
+])
+def test_content_survives_the_normaliser(a, b):
+    assert normalize(a) != normalize(b)
+
+
+def test_in_a_cell_that_measures_time_every_measured_number_is_noise():
+    a = "min 1.485 | median 2.157 (ms) | traces: 1 | naive / honest: 34x | flops x8, time x7.8"
+    b = "min 2.034 | median 2.901 (ms) | traces: 1 | naive / honest: 13x | flops x8, time x12.6"
+    assert normalize(a, timing=True) == normalize(b, timing=True)
+    assert normalize(a.replace("traces: 1", "traces: 2"), timing=True) != normalize(b, timing=True)  # counts stay
+    sources = ["def bench(f):\n    t = time.perf_counter()\n    f()", "def twice(f):\n    return bench(f)", "twice(g)",
+               "print(1.5)"]
+    assert timing_cells(sources) == {0, 1, 2}
+
+
+# ---- the comparison on two hand-made executed notebooks ------------------------------------------------------
+
+def _executed(cells, outputs: dict[int, list]):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.from_dict(dict(c)) for c in cells]
+    for i, outs in outputs.items():
+        nb.cells[i].outputs = [nbformat.from_dict(o) for o in outs]
+    return nb
+
+
+def _stream(text, name="stdout"):
+    return {"output_type": "stream", "name": name, "text": text}
+
+
+def _error(ename, evalue):
+    return {"output_type": "error", "ename": ename, "evalue": evalue, "traceback": []}
+
+
+def _fixture_chapter(tmp_path):
+    root = make_course(tmp_path / "course", cells=nbformat.read(FIXTURE / "01_demo.ipynb", 4).cells,
+                       variants=(FIXTURE / "01_demo.toml").read_text())
+    cfg = Config.load(root)
+    ch = load_chapter(root / "source/demo/01_demo.ipynb", "demo/01_demo", root, root / "variants/demo/01_demo.toml")
+    return root, cfg, ch
+
+
+def _index(ch, text):
+    return next(i for i, c in enumerate(ch.nb.cells) if c.cell_type == "code" and text in c.source)
+
+
+def test_compare_grades_each_difference_by_severity_and_names_its_place(tmp_path):
+    _, _, ch = _fixture_chapter(tmp_path)
+    value, noise, old, strict, legacy = (_index(ch, s) for s in ("stack.value", "perf_counter", "old_api", "strict",
+                                                                  "legacy"))
+    answer = ch.exercises[0].answer
+    pinned = _executed(ch.nb.cells, {
+        value: [_stream("value: 3\n")],
+        noise: [_stream("<object object at 0x7f3a2b1c0d10> 0x7f3a2b1c0d10 id=140234567890123\n"
+                        "scratch: /tmp/tmpab12cd\ntook 0.123 ms, 124.0x the floor\n")],
+        old: [_stream("still here\n")], strict: [_error("ValueError", "strict wants x >= 0")],
+        legacy: [_stream("legacy result\n")]})
+    side = _executed(ch.nb.cells, {
+        value: [_stream("value: 4\n")],
+        noise: [_stream("<object object at 0x7f0000aa0000> 0x7f0000aa0000 id=139999999999999\n"
+                        "scratch: /tmp/tmpzz99yy\ntook 0.456 ms, 457.0x the floor\n")],
+        old: [_error("AttributeError", "module 'stack' has no attribute 'old_api'")], strict: [],
+        legacy: [_stream("/tmp/x/stack.py:14: UserWarning: stack.legacy is deprecated\n  return f()\n", "stderr"),
+                 _stream("legacy result\n")]})
+    wrong = Problem(ch.rel, "wrong answer 1 (calls the stack's twice) passes every test of the exercise (v.toml): the "
+                    "tests must catch it", answer, "double")
+    found = compare_chapter(ch, pinned, side, [wrong])
+    by = {(f.severity, f.kind, f.cell) for f in found}
+    assert by == {(1, "starts raising", old), (1, "no longer raises", strict), (2, "wrong answer passes", answer),
+                  (3, "output changed", value), (4, "new warning", legacy)}
+    assert [f.severity for f in found] == sorted(f.severity for f in found)
+    f3 = next(f for f in found if f.severity == 3)
+    assert f3.section == "Values" and f3.paragraph == "Since jax 0.9 the value below is 3."
+    assert "-value: 3" in f3.diff and "+value: 4" in f3.diff
+    assert f3.claim == "Since jax 0.9 the value below is 3."  # a version-specific fact, shown as such
+    assert next(f for f in found if f.severity == 1 and f.cell == old).section == "Errors"
+    # the same problem on the pinned run is not a finding of the side one
+    assert not [f for f in compare_chapter(ch, pinned, side, [wrong], [wrong]) if f.severity == 2]
+    # the same notebook against itself: nothing
+    assert compare_chapter(ch, pinned, pinned, []) == []
+
+
+def test_after_a_kernel_death_the_cells_below_are_one_finding(tmp_path):
+    _, _, ch = _fixture_chapter(tmp_path)
+    value, old = _index(ch, "stack.value"), _index(ch, "old_api")
+    pinned = _executed(ch.nb.cells, {value: [_stream("value: 3\n")], old: [_stream("still here\n")]})
+    side = _executed(ch.nb.cells, {})
+    found = compare_chapter(ch, pinned, side, [Problem(ch.rel, "the kernel died running this cell", value)])
+    assert [(f.severity, f.kind) for f in found] == [(1, "kernel died")]
+
+
+# ---- a real run: the fixture chapter executed on two stacks --------------------------------------------------
+
+@pytest.mark.slow
+def test_drift_runs_the_chapter_on_the_side_stack_and_reports_each_severity(tmp_path, monkeypatch):
+    root, cfg, ch = _fixture_chapter(tmp_path)
+    pinned_stack, side_stack = tmp_path / "pinned", tmp_path / "side"
+    shutil.copytree(FIXTURE / "stack_pinned", pinned_stack)
+    shutil.copytree(FIXTURE / "stack_side", side_stack)
+    monkeypatch.setenv("PYTHONPATH", str(pinned_stack))  # the course's kernel (the pinned run) finds the pinned one
+    env = SideEnv(Path(sys.executable), tmp_path / "env", "fixture", {"jax": "side"}, env={"PYTHONPATH": str(side_stack)})
+    write_kernelspec(env)
+    result = drift(cfg, env, jobs=1)
+    [c] = result.chapters
+    assert c.baseline == "executed now"  # no build/executed: the pinned run was made too
+    answer = ch.exercises[0].answer
+    got = {(f.severity, f.kind, f.cell) for f in c.findings}
+    assert got == {(1, "starts raising", _index(ch, "old_api")), (1, "no longer raises", _index(ch, "strict")),
+                   (2, "wrong answer passes", answer), (3, "output changed", _index(ch, "stack.value")),
+                   (4, "new warning", _index(ch, "legacy"))}, got
+    assert result.broken
+    # every output really differed in the noise cell (an address, a temp path, an id, a time), and none was reported
+    side_nb = nbformat.read(root / "build/drift/jax-side/demo/01_demo.ipynb", 4)
+    pinned_nb = nbformat.read(root / "build/drift/pinned/demo/01_demo.ipynb", 4)
+    noise = _index(ch, "perf_counter") + 1  # + the stamp cell
+    assert side_nb.cells[noise].outputs[0].text != pinned_nb.cells[noise].outputs[0].text
+    assert side_nb.metadata["jaxpath"]["executed"]["python"]  # stamped like a validated chapter
+
+    html, txt = write_reports(result, root / "reports/drift", "jaxpath drift --python X", 1)
+    text = txt.read_text()
+    assert "1: 2 cells that start or stop raising" in text and "wrong answer passes" in text
+    assert "version-specific: Since jax 0.9 the value below is 3." in text
+    page = html.read_text()
+    assert "Severity 1–2 findings" in page and "stack.legacy is deprecated" in page and "<script" not in page
+
+    again = drift(cfg, env, jobs=1, compare_only=True)  # the comparison alone, on the runs left in build/drift/
+    assert {(f.severity, f.kind, f.cell) for f in again.findings} == got
+
+
+def test_reports_of_a_clean_run_say_so(tmp_path):
+    env = SideEnv(Path(sys.executable), tmp_path, "k", {"jax": "0.12.0"})
+    result = DriftResult(env, [], 1.0)
+    assert "No finding" in render_text(result, "jaxpath drift --with 'jax==0.12.0'", 2)
+    assert "No severity 1–2 finding" in render_html(result, "cmd", 2)
