@@ -4,7 +4,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all build site sample install test test-fast bench release path clean
+.PHONY: all build site sample install test test-fast bench drift release path clean
 # `make`: set up, build the course and its site, then grade a small synthetic class so you see the grader at work.
 all: build site sample
 
@@ -42,6 +42,11 @@ bench: $(STAMP)
 	$(BIN)/jaxpath validate --jobs 1 --times
 	$(BIN)/jaxpath mutants --jobs $(JOBS) --times
 	$(BIN)/python benchmarks/bench_grade.py
+
+# Upgrade drift: the course on jax 0.12.0 and on 0.11.2, compared with the pinned build, into reports/drift/ (README: upgrading).
+drift: $(STAMP)
+	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.12.0 jaxlib==0.12.0'
+	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.11.2 jaxlib==0.11.2'
 
 release: $(STAMP)
 	$(BIN)/jaxpath release
