@@ -374,7 +374,8 @@ class Coordinator:
             if not path.exists():
                 return
             key = hashlib.sha256(GRADER_VERSION.encode() + path.read_bytes() + sys.version.encode()
-                                 + Path(integrity.__file__).read_bytes()).hexdigest()[:16]
+                                 + Path(integrity.__file__).read_bytes()
+                                 + integrity.kernel_source("integrity").encode()).hexdigest()[:16]
             saved = store / f"{name}-{key}.json"
             marker = self.jax_cache / f".warmed-{name}-{key}" if self.jax_cache else None
             if saved.exists() and (marker is None or marker.exists()):
