@@ -1,6 +1,7 @@
 """`jaxpath check NOTEBOOK`: run a student's notebook the way nbgrader's Validate button does and say, per
 exercise, whether its self-check passes. Unlike `nbgrader validate`, the exit status tells: 0 when every
-self-check passes, 1 otherwise."""
+self-check passes, 1 otherwise. With `record=True` the verdicts are kept in the learner's work folder
+(jaxpath.progress), where `jaxpath progress` and `jaxpath serve` read them."""
 from __future__ import annotations
 
 import time
@@ -28,13 +29,17 @@ class CheckReport:
     errors: list[str] = field(default_factory=list)
     """Cells outside the self-checks that raised (they may explain a failing check)."""
     seconds: float = 0.0
+    recorded: Path | None = None
+    """The progress file the verdicts were recorded in (None when not recorded)."""
 
     @property
     def ok(self) -> bool:
         return bool(self.results) and all(r.passed for r in self.results)
 
 
-def check(path: Path, timeout: int = 120) -> CheckReport:
+def check(path: Path, timeout: int = 120, record: bool = False) -> CheckReport:
+    """Run the notebook at `path` in a fresh kernel, cell by cell, and collect each self-check's verdict;
+    with `record`, write the verdicts to <work>/.jaxpath/progress.json (the notebook is <work>/<part>/<name>)."""
     path = Path(path)
     nb = read_notebook(path, str(path))
     report = CheckReport(path)
@@ -59,4 +64,8 @@ def check(path: Path, timeout: int = 120) -> CheckReport:
                 report.errors.append(f"cell {i + 1}: the kernel died; the cells after it did not run")
                 break
     report.seconds = time.perf_counter() - t0
+    if record and report.results:
+        from .progress import record_check
+
+        report.recorded = record_check(path, nb, {r.grade_id: r.passed for r in report.results})
     return report

@@ -53,7 +53,9 @@ def kernel_env() -> dict:
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     env.setdefault("PYTHONHASHSEED", "0")
-    env.setdefault("MPLBACKEND", "Agg")
+    # matplotlib's inline backend, as in Jupyter: a figure a chapter shows becomes an image output (under Agg,
+    # plt.show() shows nothing); it needs no display either
+    env.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     return env
 
 

@@ -45,6 +45,17 @@ class LearningPath:
                 "chapters written).")
 
 
+def chapter_label(entry: ChapterEntry) -> str:
+    """How the course names a chapter everywhere: its part and number, 'Basics 01', 'Advanced 10' (the two parts
+    both count from 01, so a bare number is ambiguous)."""
+    return f"{entry.part.capitalize()} {entry.stem.split('_', 1)[0]}"
+
+
+def chapter_heading(entry: ChapterEntry) -> str:
+    """'Basics 01 · Arrays: JAX as NumPy with rules': the label and the manifest's title."""
+    return f"{chapter_label(entry)} · {entry.title}"
+
+
 def learning_path_data(config: Config) -> LearningPath:
     manifest = load_manifest(config)
     stages = []
@@ -69,9 +80,11 @@ def learning_path(config: Config) -> str:
         for c in chapters:
             cid = c.entry.id
             if c.entry.planned:
-                lines += [f"### {cid} (planned: not written yet)", ""]
+                lines += [f"### {chapter_heading(c.entry)} (planned: not written yet)", ""]
                 continue
-            lines.append(f"### {cid} ({len(c.must)} must-read · {len(c.optional)} optional to skip)")
+            lines.append(f"### {chapter_heading(c.entry)}")
+            lines.append("")
+            lines.append(f"`{cid}`: {len(c.must)} must-read · {len(c.optional)} optional to skip")
             lines.append("")
             lines += [f"- {s.title}" for s in c.must] or ["- (no must-read extras)"]
             lines.append("")

@@ -1,4 +1,5 @@
-"""`jaxpath check`: the learner's self-check of a notebook, as nbgrader's Validate runs it."""
+"""`jaxpath check`: the learner's self-check of a notebook, as nbgrader's Validate runs it; the verdicts are
+recorded in the learner's work folder, where `jaxpath progress` and `jaxpath serve` find them."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,10 @@ from ._console import console
 def register(sub, parents) -> None:
     p = sub.add_parser("check", parents=[parents.common],
                        help="run a notebook like nbgrader's Validate; exit 1 unless every self-check passes")
-    p.add_argument("notebooks", nargs="+")
+    p.add_argument("notebooks", nargs="+", help="<work folder>/<part>/<chapter>.ipynb")
     p.add_argument("--timeout", type=int, default=120, help="seconds per cell")
+    p.add_argument("--no-record", action="store_true",
+                   help="do not record the verdicts in <work folder>/.jaxpath/progress.json")
     p.set_defaults(func=run)
 
 
@@ -21,8 +24,10 @@ def run(args, config: Config) -> int:
 
     rc = 0
     for path in args.notebooks:
+        # the course's own release/ is the published student version, not anyone's work folder
+        record = not args.no_record and not Path(path).resolve().is_relative_to(config.release.resolve())
         try:
-            r = check(Path(path), timeout=args.timeout)
+            r = check(Path(path), timeout=args.timeout, record=record)
         except ChapterError as e:
             console.print(f"[red]✗[/red] {e}")
             rc = 1
@@ -37,5 +42,7 @@ def run(args, config: Config) -> int:
             console.print(f"  [yellow]note[/yellow] {err}")
         passed = sum(x.passed for x in r.results)
         console.print(f"  {passed}/{len(r.results)} self-checks pass")
+        if r.recorded:
+            console.print(f"  [dim]recorded in {r.recorded} (see `jaxpath progress {r.recorded.parent.parent}`)[/dim]")
         rc |= 0 if r.ok else 1
     return rc
