@@ -8,8 +8,9 @@ def test_fixture_learning_path(course_config):
     text = learning_path(course_config)
     assert "1 must-read extras in total; 1 optional sections can be skipped" in text
     assert "## Stage 1: Demo" in text
-    assert "### demo/01_demo (1 must-read · 1 optional to skip)\n\n- 🟢 Must-read: errors are shown" in text
-    assert "### demo/02_later (planned: not written yet)" in text
+    assert ("### Demo 01 · Demo\n\n`demo/01_demo`: 1 must-read · 1 optional to skip\n\n- 🟢 Must-read: errors are shown"
+            in text)
+    assert "### Demo 02 · Later (planned: not written yet)" in text
 
 
 def test_committed_learning_path_is_current(real_config):
@@ -22,6 +23,6 @@ def test_learning_path_counts_match_the_tags(real_config):
     manifest = load_manifest(real_config)
     for c in manifest.written():
         ch = load_chapter(notebook_path(real_config, c.id), c.id, real_config.root)
-        assert f"### {c.id} ({len(ch.must_read())} must-read · {len(ch.optional())} optional to skip)" in text
+        assert f"`{c.id}`: {len(ch.must_read())} must-read · {len(ch.optional())} optional to skip" in text
         for s in ch.must_read():
             assert f"- {s.title}" in text
