@@ -66,10 +66,13 @@ class User:
             inner.mkdir()
             for p in (view, inner):
                 os.chmod(p, 0o755)
-            script += f'mount --bind "{python_root}" "{inner}"; mount --rbind "{view}" /root; '
-        script += (f'exec setpriv --reuid={self.uid} --regid={self.gid} --clear-groups --inh-caps=-all '
+            mount = shutil.which("mount")
+            script += f'{mount} --bind "{python_root}" "{inner}"; {mount} --rbind "{view}" /root; '
+        script += (f'exec {shutil.which("setpriv")} --reuid={self.uid} --regid={self.gid} --clear-groups --inh-caps=-all '
                    '--bounding-set=-all -- "$@"')
-        return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "as-user", *argv]
+        # Absolute paths: the command's own PATH (a test may hide tools from it) does not find these.
+        return [shutil.which("unshare"), "--mount", "--propagation", "private", "--", shutil.which("sh"), "-c", script,
+                "as-user", *argv]
 
     def run(self, argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None,
             timeout: float | None = None) -> subprocess.CompletedProcess:

@@ -133,7 +133,10 @@ def improvements(f: HostFacts, level: Level | None) -> list[str]:
         why = _namespace_problem(f, "root" if f.root else "rootless")
         return [why] if why else []
     if not level.cgroup:
-        if f.root:
+        if f.v1_usable or f.v2_usable:
+            best = Level(level.namespaces, _resources(f))
+            out.append(f"this host gives {best.name}: ask for it (or for no level in particular) instead of {level.name}")
+        elif f.root:
             out.append("mount the cgroup memory and pids controllers (v2: they must be listed in "
                        "/sys/fs/cgroup/cgroup.controllers; v1: /sys/fs/cgroup/memory and /sys/fs/cgroup/pids)")
         else:
