@@ -23,6 +23,8 @@ RULES: list[tuple[str, re.Pattern, str]] = [
     ("cache path", re.compile(r"(?:/[\w.+-]+)*/\.cache/[\w./+-]+"), "<cache>"),
     ("address", re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x…"),
     ("object id", re.compile(r"\b(id|pid|uid|tid|thread|process)([=: (]+)\d{5,}\b"), r"\1\2<id>"),
+    # CPython's id() of an object is its address: 15 digits from 10… to 14… (<list 139843831947840>)
+    ("address as id", re.compile(r"(?<![\w.])1[0-4]\d{13}(?![\w.])"), "<id>"),
     ("ipykernel pid", re.compile(r"\bipykernel_\d+\b"), "ipykernel_<pid>"),
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<date>"),
     ("log prefix", re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]", re.M), "<log>"),
@@ -34,6 +36,7 @@ RATIO = re.compile(rf"(?:\b{NUMBER}\s?[x×](?![\w])|\b(ratio|speedup|faster|slow
 MEASURED = re.compile(rf"(?:(?<![\w.])[x×]\s?{NUMBER}\b|\b{NUMBER}\s?[x×](?![\w])|(?<![\w.])[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\b)")
 CLOCK = re.compile(r"perf_counter|\btime\.time\(|\btimeit\b|\bmonotonic\b|process_time|%%?time\b|datetime\.now")
 SPACES = re.compile(r"[ \t]+")
+OPEN_PAD = re.compile(r"([(\[{]) +")
 TRACEBACK = re.compile(r"^(\s*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
 
 
@@ -79,4 +82,4 @@ def normalize(text: str, versions: re.Pattern | None = None, timing: bool = Fals
     lines = [_ratios(line.rstrip()) for line in text.split("\n")]
     if timing:
         lines = [MEASURED.sub("<measured>", line) for line in lines]
-    return "\n".join(SPACES.sub(" ", line) for line in lines)
+    return "\n".join(OPEN_PAD.sub(r"\1", SPACES.sub(" ", line)) for line in lines)

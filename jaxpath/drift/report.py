@@ -56,7 +56,7 @@ def render_text(result: DriftResult, command: str, jobs: int) -> str:
         for f in fs:
             out.append(f"- {f.where} · {f.section}: {f.kind}: {f.message if not f.diff else ''}".rstrip(": "))
             diff = [l for l in f.diff.splitlines() if l[:1] in "+-"][:4]
-            out += [textwrap.shorten(f"    {l}", 160, placeholder=" …") for l in diff]
+            out += [f"    {l}" if len(l) <= 150 else f"    {l[:149]}…" for l in diff]
             if f.claim:
                 out.append(textwrap.shorten(f"    version-specific: {f.claim}", 200, placeholder=" …"))
     if not result.findings:

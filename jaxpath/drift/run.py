@@ -149,8 +149,12 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
         base = pinned[cid] or nbformat.read(out_root / "pinned" / f"{cid}.ipynb", as_version=4)
         stamps = [nb.metadata.get("jaxpath", {}).get("executed", {}) for nb in (base, side)]
         versions = version_rule(v for s in stamps for k, v in s.items() if k in STACK)
-        findings = compare_chapter(chs[cid], base, side, problems[(cid, False)], problems.get((cid, True), []),
-                                   versions)
+        ch = chs[cid]
+        if any([c.source for c in strip_stamp(nb)] != [c.source for c in ch.nb.cells] for nb in (base, side)):
+            findings = [Finding(1, cid, 0, "not compared", "the chapter's cells changed while drift ran (someone edited "
+                                "it): run drift on it again", ch.title)]
+        else:
+            findings = compare_chapter(ch, base, side, problems[(cid, False)], problems.get((cid, True), []), versions)
         result = ChapterDrift(cid, chs[cid].title, findings, seconds[cid],
                               "build/executed" if pinned[cid] is not None else "executed now", *stamps)
         compare_s += time.perf_counter() - t
