@@ -85,8 +85,8 @@ def _namespace_problem(f: HostFacts, namespaces: str) -> str | None:
         elif not f.root and f.userns_clone == 0:
             hint = "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1)"
         elif not f.root and f.apparmor_userns == 1:
-            hint = ("allow bwrap a user namespace under AppArmor (Ubuntu 24.04: install the bwrap-userns-restrict "
-                    "profile, or sysctl kernel.apparmor_restrict_unprivileged_userns=0)")
+            hint = ("allow bwrap a user namespace under AppArmor (an AppArmor profile for bwrap, or "
+                    "sysctl kernel.apparmor_restrict_unprivileged_userns=0)")
         elif f.root:
             hint = "run the grader where root may create namespaces (a container started with --privileged or CAP_SYS_ADMIN)"
         else:
