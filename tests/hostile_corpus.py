@@ -10,6 +10,7 @@ answers wrong in ways the tests catch only through `jnp.allclose` / `jnp.array_e
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from dataclasses import dataclass, field
 
@@ -40,6 +41,16 @@ class Case:
     score: str = "<=wrong"         # "==correct", "<=wrong", "==wrong", "==0", "<correct", "<=correct"
     others: dict = field(default_factory=dict)
     """Other notebooks in the same folder: {name: (statuses, reason words)}."""
+    levels: dict = field(default_factory=dict)
+    """Where an isolation layer changes the outcome (the README's isolation section says why):
+    {layer, e.g. "rlimits": {"statuses": ..., "reason": ...}}."""
+
+    def at(self, level: str) -> "Case":
+        """This case's expectations at isolation level `level` (e.g. "rootless+rlimits")."""
+        for layer, changes in self.levels.items():
+            if layer in level.split("+"):
+                return dataclasses.replace(self, **changes)
+        return self
 
 
 def _fill(nb, answers: dict):
@@ -184,8 +195,11 @@ def build(released, correct: dict[str, str], root: str) -> list[Case]:
       score="<correct")
     H("h_segfault", "a segmentation fault", ans("import ctypes\nctypes.string_at(0)"), statuses=("crashed",),
       reason=("kernel died",), score="<correct")
+    # With rlimits alone the allocation fails inside the cell (MemoryError at the address-space limit): the
+    # kernel lives, the cell fails, the later cells run; with a cgroup the OOM killer ends the kernel.
     H("h_memory", "unbounded memory", ans("x = []\nwhile True:\n    x.append(bytearray(64 * 2**20))"),
-      statuses=("crashed",), reason=("memory",), score="<correct")
+      statuses=("crashed",), reason=("memory",), score="<correct",
+      levels={"rlimits": {"statuses": ("graded",), "reason": ("memory",)}})
     H("h_fork_bomb", "a fork bomb", ans("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
       statuses=("crashed", "timed out"), score="<correct")
     H("h_fill_disk", "filling the disk", ans("with open('fill', 'wb') as f:\n    while True:\n        f.write(b'0' * 2**20)"),

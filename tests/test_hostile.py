@@ -2,11 +2,15 @@
 chapter of the course: every case gets the right status and a clear reason, tampering never pays, the
 course folder does not change, nothing hidden reaches the student; and the faults of the grader's own
 world (a full disk, a locked gradebook, Ctrl-C)."""
+import dataclasses
 import hashlib
 import html
+import json
 import os
 import re
 import shutil
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,14 +22,35 @@ from jaxpath.chapter import is_answer, solution_source
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
 from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
+from jaxpath.grade.record import Status
 from jaxpath.sample import submit
 
+import as_user
 import hostile_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]
 LIMITS = Limits(cell_timeout=15, notebook_timeout=300, memory_mb=2048)
 SANDBOX = sandbox_problem() is None
+ROOTLESS = "rootless+rlimits"
+LEVELS = ["host", "root+rlimits", ROOTLESS]
+"""Each level this machine can produce: the best the host gives (root + cgroup v1 here), the same with the
+cgroups withheld, and an ordinary account's grader (bwrap through a user namespace, rlimits alone)."""
+
+
+def _level_problem(level: str) -> str | None:
+    if level == "host":
+        return None  # graded without a sandbox where none can be built, as before
+    if level == ROOTLESS:
+        return as_user.can_run() or _rootless_problem()
+    return sandbox_problem(level)
+
+
+def _rootless_problem() -> str | None:
+    with as_user.ordinary_user() as user:
+        r = user.run([sys.executable, "-c", "from jaxpath.grade import sandbox_problem as p; print(p('rootless+rlimits') or '')"],
+                     cwd=Path(tempfile.gettempdir()))
+    return (r.stdout.strip() or None) if r.returncode == 0 else f"cannot run as an ordinary account: {r.stderr[-300:]}"
 
 
 def scratch_course(dest: Path, chapter: str = hostile_corpus.CHAPTER) -> Path:
@@ -69,9 +94,34 @@ def hidden_lines(source_nb, released_nb) -> set[str]:
     return lines - {line.strip() for c in released_nb.cells for line in c.source.split("\n")}
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    root = scratch_course(tmp_path_factory.mktemp("hostile") / "course")
+def _grade_as_user(root: Path) -> tuple[dict, float]:
+    """Grade the corpus at the rootless level, the whole grader running as an ordinary account."""
+    with as_user.ordinary_user() as user:
+        user.give(root)
+        out = user.home / "statuses.json"
+        r = user.run([sys.executable, str(Path(__file__).with_name("grade_as.py")), str(root), hostile_corpus.PART,
+                      str(out), ROOTLESS, json.dumps(dataclasses.asdict(LIMITS))],
+                     env={"JAXPATH_TEST_SECRET": "hunter2", "PYTHONPATH": str(Path(__file__).parent)}, cwd=root)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert "isolation: rootless+rlimits" in r.stderr, r.stderr[-2000:]  # said at the start of the batch
+        data = json.loads(out.read_text())
+    assert data["isolation"] == ROOTLESS
+    return [Status(**row) for row in data["results"]], data["seconds"]
+
+
+@pytest.fixture(scope="module", params=LEVELS)
+def corpus(request, tmp_path_factory):
+    level = request.param
+    why = _level_problem(level)
+    if why:
+        pytest.skip(f"level {level} cannot be built here: {why}")
+    if level == ROOTLESS:  # a folder the ordinary account can reach (pytest's own temporary root is 0700)
+        base = Path(tempfile.mkdtemp(prefix="jaxpath-hostile-"))
+        os.chmod(base, 0o755)
+        request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+        root = scratch_course(base / "course")
+    else:
+        root = scratch_course(tmp_path_factory.mktemp("hostile") / "course")
     src = nbformat.read(root / "source" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
     rel = nbformat.read(root / "release" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
     correct = {c.metadata.nbgrader["grade_id"]: solution_source(c.source) for c in src.cells if is_answer(c)}
@@ -86,20 +136,29 @@ def corpus(tmp_path_factory):
         if case.student == "b_two_submissions":
             shutil.copy(path, path.parent / f"{hostile_corpus.STEM}-2.ipynb")
     before = tree_hash(root)
-    os.environ["JAXPATH_TEST_SECRET"] = "hunter2"
-    try:
-        t0 = time.perf_counter()
-        report = grade(Config.load(root), hostile_corpus.PART, workers=2, limits=LIMITS, sandbox=SANDBOX)
-        seconds = time.perf_counter() - t0
-    finally:
-        os.environ.pop("JAXPATH_TEST_SECRET", None)
+    if level == ROOTLESS:
+        results, seconds = _grade_as_user(root)
+    else:
+        os.environ["JAXPATH_TEST_SECRET"] = "hunter2"
+        try:
+            t0 = time.perf_counter()
+            report = grade(Config.load(root), hostile_corpus.PART, workers=2, limits=LIMITS, sandbox=SANDBOX,
+                           isolation=None if level == "host" else level)
+            seconds = time.perf_counter() - t0
+        finally:
+            os.environ.pop("JAXPATH_TEST_SECRET", None)
+        results = report.results
+        level = report.isolation
     after = tree_hash(root)
     fb = feedback(Config.load(root), hostile_corpus.PART)
-    statuses = {(s.student, s.notebook): s for s in report.results}
-    print(f"\ncorpus: {len(cases)} cases, {len(report.results)} notebooks graded in {seconds:.1f} s")
+    statuses = {(s.student, s.notebook): s for s in results}
+    for st in statuses.values():  # every notebook that ran says the level it ran at
+        assert st.isolation in (level, "", None), st
+    assert any(st.isolation == level for st in statuses.values())
+    print(f"\ncorpus at {level}: {len(cases)} cases, {len(results)} notebooks graded in {seconds:.1f} s")
     for (student, nb), st in sorted(statuses.items()):
         print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score}  {st.reason[:150]}")
-    return root, (src, rel), cases, statuses, before, after, fb
+    return root, (src, rel), cases, statuses, before, after, fb, level
 
 
 def _score(statuses, student):
@@ -112,11 +171,12 @@ def test_the_batch_completes_with_a_status_and_reason_for_every_case(corpus):
     for case in cases:
         st = statuses.get((case.student, case.name if case.name == hostile_corpus.STEM else hostile_corpus.STEM))
         assert st is not None, f"{case.student}: no status recorded"
-        where = f"{case.student} ({case.what}): {st.status}, {st.score}, {st.reason!r}"
-        assert st.status in case.statuses, where
+        where = f"{case.student} ({case.what}) at {corpus[-1]}: {st.status}, {st.score}, {st.reason!r}"
+        expect = case.at(corpus[-1])
+        assert st.status in expect.statuses, where
         if st.status != "graded":
             assert st.reason.strip(), f"{where}: a status other than graded needs a reason"
-        for word in case.reason:
+        for word in expect.reason:
             assert word.lower() in st.reason.lower(), f"{where}: the reason should mention {word!r}"
         for name, (allowed, words) in case.others.items():
             other = statuses[(case.student, name)]
@@ -161,7 +221,7 @@ def test_tampering_never_pays_and_is_flagged(corpus):
 
 
 def test_nothing_outside_the_sandbox_changes(corpus):
-    root, src, cases, statuses, before, after, fb = corpus
+    root, src, cases, statuses, before, after, fb, level = corpus
     assert before == after, "the course folder (source, release, submitted, config) changed during grading"
     for p in (root / "PWNED", Path("/usr/PWNED"), Path("/etc/PWNED")):
         assert not p.exists(), p
@@ -173,7 +233,7 @@ def test_nothing_outside_the_sandbox_changes(corpus):
 
 
 def test_nothing_hidden_reaches_the_student(corpus):
-    root, src, cases, statuses, before, after, fb = corpus
+    root, src, cases, statuses, before, after, fb, level = corpus
     secret = hidden_lines(*src)
     assert len(secret) > 20
     pages = list((root / "feedback").rglob("*.html"))
