@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -54,7 +54,6 @@ class Config:
     min_exercises: int = 3
     min_wrong: int = 2
     min_alternative: int = 1
-    extra_nbgrader_config: dict = field(default_factory=dict)
 
     @property
     def source(self) -> Path:
@@ -80,6 +79,17 @@ class Config:
     @property
     def manifest_path(self) -> Path:
         return self.root / self.manifest_file
+
+    def nbgrader(self, db_url: str | None = None):
+        """nbgrader's configuration of this course (its nbgrader_config.py, rooted here), with the gradebook
+        URL `db_url` when given, else the course's."""
+        return nbgrader_config(self.root, db_url or self.db_url)
+
+    def coursedir(self, db_url: str | None = None):
+        """nbgrader's CourseDirectory of this course: its folders, ignore globs and gradebook URL."""
+        from nbgrader.coursedir import CourseDirectory
+
+        return CourseDirectory(config=self.nbgrader(db_url))
 
     @classmethod
     def load(cls, root: str | os.PathLike | None = None, **overrides) -> "Config":

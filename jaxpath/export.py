@@ -7,7 +7,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import Config, nbgrader_config
+from .config import Config
 from .files import write_atomic
 from .grade.record import StatusStore
 from .grade.statuses import GradeStatus
@@ -26,9 +26,8 @@ class ExportReport:
 def export(config: Config, part: str, *, output: Path | None = None, canvas_output: Path | None = None,
            canvas_column: str | None = None, db_url: str | None = None) -> ExportReport:
     from nbgrader.api import Gradebook, MissingEntry
-    from nbgrader.coursedir import CourseDirectory
 
-    coursedir = CourseDirectory(config=nbgrader_config(config.root, db_url))
+    coursedir = config.coursedir(db_url)
     store = StatusStore(coursedir.db_url)
     statuses: dict[str, list] = {}
     for st in store.all(part):

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, notebook_secrets, regions, visible_source
-from .config import Config, nbgrader_config
+from .config import Config
 from .files import write_atomic
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -126,14 +126,13 @@ def page_leaks(page: str, secret: set[str]) -> list[str]:
 
 def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
     from nbconvert.exporters import HTMLExporter
-    from nbgrader.coursedir import CourseDirectory
     from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config as TConfig
 
     import nbgrader
 
-    nbcfg = nbgrader_config(config.root, db_url)
-    coursedir = CourseDirectory(config=nbcfg)
+    nbcfg = config.nbgrader(db_url)
+    coursedir = config.coursedir(db_url)
     root = Path(coursedir.root)
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
     css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / \

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 
 from .cells import nbgrader_meta
-from .config import Config, nbgrader_config
+from .config import Config
 from .files import write_atomic
 from .grade.record import StatusStore
 from .grade.statuses import GradeStatus
@@ -70,9 +70,8 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
     import matplotlib.pyplot as plt
     import matplotlib.ticker
     from nbgrader.api import Gradebook
-    from nbgrader.coursedir import CourseDirectory
 
-    coursedir = CourseDirectory(config=nbgrader_config(config.root, db_url))
+    coursedir = config.coursedir(db_url)
     store = StatusStore(coursedir.db_url)
     statuses = store.all(part)
     store.dispose()

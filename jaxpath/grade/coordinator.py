@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from ..cells import grade_id, is_test
-from ..config import Config, ensure_venv_on_path, nbgrader_config
+from ..config import Config, ensure_venv_on_path
 from ..errors import JaxpathError
 from ..files import write_atomic
 from . import integrity, record
@@ -124,10 +124,8 @@ class Coordinator:
         # Chosen once, here, from what this host gives (or `isolation`, a level name); every task carries it.
         self.level = host_level(isolation) if sandbox else NONE
         ensure_venv_on_path()
-        self.nbcfg = nbgrader_config(config.root, db_url)
-        from nbgrader.coursedir import CourseDirectory
-
-        self.coursedir = CourseDirectory(config=self.nbcfg)
+        self.nbcfg = config.nbgrader(db_url)
+        self.coursedir = config.coursedir(db_url)
         self.db_url = self.coursedir.db_url
         self.course_id = self.coursedir.course_id
         if self.db_url.startswith("sqlite:///"):
@@ -315,7 +313,7 @@ class Coordinator:
         job.task = {"id": f"{self.part}/{job.student}/{job.notebook}", "notebook": nbformat.writes(nb),
                     "files": job.files, "limits": asdict(self.limits), "sandbox": self.sandbox,
                     "isolation": self.level.name,
-                    "kernel_name": "python3", "jax_cache": str(self.jax_cache) if self.jax_cache else None}
+                    "kernel_name": self.config.kernel_name, "jax_cache": str(self.jax_cache) if self.jax_cache else None}
 
     def _zero(self, job: Job) -> None:
         """A notebook that cannot run scores zero in every grade cell (as nbgrader does for a missing one)."""
