@@ -1,16 +1,12 @@
 """`jaxpath site`: the course site built from the real executed chapters (build/), its structure, the
-reading map, offline assets, links and leaks; and in headless Debian chromium: the track and the progress
-counter, every link of every page, console errors, and a chapter page's outputs and stamp."""
+reading map both ways, navigation (solutions outside prev/next), downloads, launch links, offline assets,
+links, leaks and build-machine paths. The browser tests are in test_site_browser.py."""
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import shutil
-import threading
-import time
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import nbformat
 import pytest
@@ -19,66 +15,25 @@ from jaxpath import Config
 from jaxpath.chapter import load_chapter
 from jaxpath.manifest import load_manifest, notebook_path
 from jaxpath.site import (
-    Reading, Series, build_site, check_assets, check_leaks, check_links, check_reading_map, heading_lines,
-    load_pointers, load_reading_map, parse_html, site_pages,
+    Reading, Series, check_assets, check_leaks, check_links, check_machine_paths, check_reading_map,
+    find_machine_paths, heading_lines, load_pointers, load_reading_map, parse_html, readable_stamp, scrub_text,
+    site_pages,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from site_factory import HUB, ROOT, hrefs, page_of, real_site as _real_site, solutions_of, text_of as _text
+
 SITE_BUILD_LIMIT_S = 120  # the issue: the site adds under 2 minutes to the build
 
 
-# ---------------------------------------------------------------------------------------------------
-# Fixtures: one site per test session, built from the real build/ outputs
-# ---------------------------------------------------------------------------------------------------
-
 @pytest.fixture(scope="session")
-def real_site(tmp_path_factory):
-    """The site of the real course, built once per session into a scratch folder (build/ is only read)."""
-    config = Config.load(ROOT)
-    manifest = load_manifest(config)
-    missing = [c.id for c in manifest.written() if not (config.build / "self-study" / f"{c.id}.ipynb").exists()
-               or not (config.build / "appendix" / f"{c.id}.ipynb").exists()]
-    if missing:
-        no_exec = [cid for cid in missing if not (config.executed / f"{cid}.ipynb").exists()]
-        if no_exec:
-            pytest.fail(f"build/executed/ lacks {', '.join(no_exec)}: run `make` (or `jaxpath build`) before the "
-                        "site tests; they render the executed chapters")
-        from jaxpath.appendix import appendix
-
-        r = appendix(config, missing)
-        assert not r.problems, "jaxpath appendix failed: " + "; ".join(map(str, r.problems))
-    base = tmp_path_factory.mktemp("site")
-    t0 = time.perf_counter()
-    report = build_site(config, out=base / "site", src=base / "site-src")
-    report.wall_seconds = time.perf_counter() - t0
-    return config, manifest, report
+def real_site():
+    return _real_site()
 
 
 @pytest.fixture(scope="session")
 def site_out(real_site) -> Path:
     return real_site[2].out
 
-
-def _text(path: Path) -> str:
-    return "".join(parse_html(path).text)
-
-
-def _save_screenshot(page, tmp_path: Path, request, name: str) -> Path:
-    """A screenshot in the test's folder, copied to build/screenshots/<test name>/ for a person to look at."""
-    shot = tmp_path / f"{name}.png"
-    page.screenshot(path=str(shot), full_page=False)
-    keep = ROOT / "build" / "screenshots" / request.node.name
-    keep.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, keep / shot.name)
-    return shot
-
-
-# ---------------------------------------------------------------------------------------------------
-# The build and the generated structure
-# ---------------------------------------------------------------------------------------------------
 
 def test_site_builds_without_warnings_or_problems_and_in_time(real_site):
     _, _, r = real_site
@@ -91,7 +46,7 @@ def test_site_builds_without_warnings_or_problems_and_in_time(real_site):
 
 
 def test_landing_page_lists_the_track_in_two_parts_with_sections(real_site, site_out):
-    _, manifest, _ = real_site
+    _, manifest, r = real_site
     index = site_out / "index.html"
     html = index.read_text(encoding="utf-8")
     boxes = re.findall(r'<input type="checkbox" class="jp-done" data-track="(\d+)"', html)
@@ -100,48 +55,54 @@ def test_landing_page_lists_the_track_in_two_parts_with_sections(real_site, site
     assert "Your progress: 0/12 chapters" in re.sub(r"\s+", " ", text)
     assert "Part i · How JAX thinks" in text and "Part ii · State, the mesh" in text
     for t in manifest.track:
-        assert f"{t.number:02d} · {t.title}" in text
+        assert f"Track {t.number:02d} · {t.title}" in text
         assert t.thesis.replace("`", "") in text.replace("`", ""), f"thesis of track chapter {t.number} missing"
     # every section that course.toml says carries a track chapter is linked from the landing page
     refs = {v for tag, attr, v in parse_html(index).refs if tag == "a" and attr == "href"}
     for c in manifest.written():
         for heading in c.sections:
-            target = f"chapters/{c.id}.html#"
+            target = f"{r.docnames[c.id][0]}.html#"
             anchors = [r for r in refs if r.startswith(target)]
             assert anchors, f"no link from the landing page into {c.id}'s sections"
         if c.carries:
-            assert any(r.startswith(f"chapters/{c.id}.html") for r in refs), f"{c.id} carries the track but is not linked"
-    linked_sections = sum(1 for r in refs if re.match(r"chapters/.+\.html#.+", r))
+            assert any(x.startswith(f"{r.docnames[c.id][0]}.html") for x in refs), f"{c.id} carries the track but is not linked"
+    linked_sections = sum(1 for x in refs if re.match(r"release/.+\.html#.+", x))
     assert linked_sections >= sum(len(c.sections) for c in manifest.written())
 
 
-def test_every_chapter_has_a_page_a_solutions_page_and_downloads(real_site, site_out):
-    _, manifest, r = real_site
+def test_every_chapter_has_a_page_a_solutions_page_and_three_downloads(real_site, site_out):
+    config, manifest, r = real_site
     assert sorted(r.chapters) == sorted(c.id for c in manifest.written())
     for c in manifest.written():
-        page = site_out / "chapters" / f"{c.id}.html"
-        sol = site_out / "chapters" / f"{c.id}-solutions.html"
+        page, sol = page_of(r, c.id), solutions_of(r, c.id)
         assert page.exists() and sol.exists(), c.id
+        assert r.docnames[c.id] == (f"release/{c.id}", f"solutions/{c.id}")
         html = page.read_text(encoding="utf-8")
         assert re.search(r'<div class="[^"]*\bjp-stamp\b', html), f"{c.id}: no provenance block"
-        downloads = [v for tag, attr, v in parse_html(page).refs if "_downloads/" in v]
-        names = {Path(v).name for v in downloads}
-        assert {f"{c.stem}.ipynb", f"{c.stem}-solutions.ipynb"} <= names, f"{c.id}: downloads {names}"
-        for v in downloads:
-            nb = nbformat.read(page.parent / v, as_version=4)  # a real notebook, not an empty file
-            assert len(nb.cells) > 3
+        assert re.search(r"<h1>Basics \d\d · |<h1>Advanced \d\d · ", html), f"{c.id}: the title has no part label"
+        downloads = {Path(v).name: page.parent / v for v in hrefs(page) if "_downloads/" in v}
+        assert set(downloads) == {f"{c.stem}-student.ipynb", f"{c.stem}.ipynb", f"{c.stem}-solutions.ipynb"}, c.id
+        student = nbformat.read(downloads[f"{c.stem}-student.ipynb"], as_version=4)
+        released = nbformat.read(config.release / f"{c.id}.ipynb", as_version=4)
+        assert [x.source for x in student.cells] == [x.source for x in released.cells], f"{c.id}: not the release"
+        assert not any(x.get("outputs") for x in student.cells)
+        self_study = nbformat.read(downloads[f"{c.stem}.ipynb"], as_version=4)
+        solutions = nbformat.read(downloads[f"{c.stem}-solutions.ipynb"], as_version=4)
+        assert len(self_study.cells) > len(student.cells) and len(solutions.cells) > 3
+        assert "jaxpath-appendix" in json.dumps([x.metadata for x in self_study.cells]) or \
+            len(self_study.cells) >= len(student.cells) + len(solutions.cells) // 2
     for name in ("learning-path", "reading-map", "below-the-course"):
         assert (site_out / f"{name}.html").exists(), name
 
 
 def test_chapter_pages_carry_the_stamp_of_their_executed_notebook(real_site, site_out):
-    config, manifest, _ = real_site
-    from jaxpath.execute import stamp_text
-
+    config, manifest, r = real_site
     for c in manifest.written():
         stamp = json.loads((config.build / "self-study" / f"{c.id}.ipynb").read_text())["metadata"]["jaxpath"]["executed"]
-        text = re.sub(r"\s+", " ", _text(site_out / "chapters" / f"{c.id}.html"))
-        assert stamp_text(stamp).strip("*") in text, f"{c.id}: the stamp of the executed notebook is not on its page"
+        text = re.sub(r"\s+", " ", _text(page_of(r, c.id)))
+        line = readable_stamp(stamp)
+        assert line in text, f"{c.id}: the stamp of the executed notebook is not on its page"
+        assert stamp["platform"] not in line and stamp["date"][:10] in line and stamp["jax"] in line
     landing = re.sub(r"\s+", " ", _text(site_out / "index.html"))
     assert "jax 0.12.0.1" in landing and "Every chapter was executed before it was published" in landing
 
@@ -152,10 +113,20 @@ def test_learning_path_page_has_every_stage_chapter_and_must_read(real_site, sit
     text = _text(page)
     for stage in manifest.stages:
         assert stage.title in text
+    from jaxpath.path import chapter_heading
+
+    headings = [h.strip() for h in re.findall(r"<h3>(.*?)<a", page.read_text(encoding="utf-8"))]
+    expected = [chapter_heading(manifest.chapters[cid]) for s in manifest.stages for cid in s.chapters]
+    assert headings == expected, "the learning path's headings are the chapters' titles, in stage order"
+    for s in manifest.stages:  # a stage that names its chapters lists them in the order it names them
+        numbers = [manifest.chapters[cid].stem[:2] for cid in s.chapters]
+        named = re.findall(r"\b(\d\d)\b", s.title.split("(")[-1]) if "(" in s.title else []
+        if len(named) == len(numbers):
+            assert named == numbers, s.title
     for c in manifest.written():
         ch = load_chapter(notebook_path(config, c.id), c.id, config.root)
         assert f"{len(ch.must_read())} must-read · {len(ch.optional())} optional to skip" in text, c.id
-    must_links = [v for tag, attr, v in parse_html(page).refs if tag == "a" and re.match(r"chapters/.+\.html#", v)]
+    must_links = [v for v in hrefs(page) if re.match(r"release/.+\.html#", v)]
     total_must = sum(len(load_chapter(notebook_path(config, c.id), c.id, config.root).must_read())
                      for c in manifest.written())
     assert len(must_links) >= total_must
@@ -220,7 +191,7 @@ def test_reading_map_page_lists_every_page_with_its_url_and_chapter(site_out):
         assert r.url in refs, f"{r.title}: URL not on the page"
         assert r.title in text.replace("\u2019", "'"), r.title  # Sphinx prints typographic apostrophes
     for r in readings:
-        assert any(v.startswith(f"chapters/{r.chapter}.html") for v in refs)
+        assert any(v.startswith(f"release/{r.chapter}.html") for v in refs)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -279,18 +250,18 @@ def _secret_regions(config: Config, manifest) -> tuple[set[str], set[str], set[s
 
 def test_chapter_pages_are_the_student_version(real_site, site_out):
     config, manifest, _ = real_site
-    assert check_leaks(config, site_out, [f"chapters/{c.id}" for c in manifest.written()],
-                       [f"chapters/{c.id}-solutions" for c in manifest.written()]) == []
+    assert check_leaks(config, site_out, [f"release/{c.id}" for c in manifest.written()],
+                       [f"solutions/{c.id}" for c in manifest.written()]) == []
     hidden, solution, _ = _secret_regions(config, manifest)
     for c in manifest.written():
-        text = _text(site_out / "chapters" / f"{c.id}.html")
+        text = _text(site_out / "release" / f"{c.id}.html")
         lines = {l.strip() for l in text.split("\n")}
         assert "YOUR CODE HERE" in text, f"{c.id}: the page does not show the stubs"
         assert "BEGIN HIDDEN TESTS" not in text and "BEGIN SOLUTION" not in text
         assert not (lines & hidden), f"{c.id}: hidden-test lines on the chapter page: {sorted(lines & hidden)[:3]}"
         assert not (lines & solution), f"{c.id}: reference-solution lines on the chapter page: {sorted(lines & solution)[:3]}"
         # the solutions page shows the reference solutions, and still no hidden test
-        sol_lines = {l.strip() for l in _text(site_out / "chapters" / f"{c.id}-solutions.html").split("\n")}
+        sol_lines = {l.strip() for l in _text(site_out / "solutions" / f"{c.id}.html").split("\n")}
         assert sol_lines & solution, f"{c.id}: no reference solution on the solutions page"
         assert not (sol_lines & hidden - solution), f"{c.id}: hidden-test lines on the solutions page"
     assert hidden, "no hidden-test line found in the sources: the test would prove nothing"
@@ -298,11 +269,11 @@ def test_chapter_pages_are_the_student_version(real_site, site_out):
 
 def test_leak_check_catches_a_hidden_test_line_on_a_chapter_page(real_site, tmp_path):
     config, manifest, _ = real_site
-    from jaxpath.site import _secret_kinds
+    from jaxpath.release import course_secrets
 
-    secrets, hidden = _secret_kinds(config)
-    line = sorted(hidden)[0]
-    solution_line = sorted(set(secrets) - set(hidden))[0]
+    secrets = course_secrets(config)
+    line = sorted(secrets.hidden)[0]
+    solution_line = sorted(secrets.solution)[0]
     (tmp_path / "chapters").mkdir()
     (tmp_path / "chapters" / "x.html").write_text(f"<html><body><pre>{line}\nprint(1)</pre></body></html>")
     (tmp_path / "chapters" / "x-solutions.html").write_text(
@@ -314,189 +285,8 @@ def test_leak_check_catches_a_hidden_test_line_on_a_chapter_page(real_site, tmp_
         "a reference solution is allowed on the solutions page"
 
 
-# ---------------------------------------------------------------------------------------------------
-# In the browser: headless Debian chromium, driven by Playwright
-# ---------------------------------------------------------------------------------------------------
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="session")
-def site_server(site_out):
-    """The built site served on a loopback port, as `python -m http.server` would."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(site_out)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
-
-
-@pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    pg = context.new_page()
-    pg.errors = []
-    pg.on("console", lambda m: pg.errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("pageerror", lambda e: pg.errors.append(f"pageerror: {e}"))
-    # a request cut short because the test moved on to the next page is not an error of the site
-    pg.on("requestfailed", lambda r: pg.errors.append(f"request failed: {r.url} ({r.failure})")
-          if "ERR_ABORTED" not in (r.failure or "") else None)
-    pg.on("response", lambda r: pg.errors.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
-    yield pg
-    context.close()
-
-
-def _progress(pg) -> str:
-    return re.sub(r"\s+", " ", pg.locator(".jp-progress-text").inner_text()).strip()
-
-
-@pytest.mark.browser
-def test_browser_landing_page_progress_survives_a_reload(page, site_server, tmp_path, request):
-    page.goto(site_server + "index.html")
-    boxes = page.locator("input.jp-done")
-    assert boxes.count() == 12
-    assert page.locator("h3", has_text=re.compile(r"^\s*\d\d · ")).count() == 12
-    assert _progress(page) == "Your progress: 0/12 chapters"
-    _save_screenshot(page, tmp_path, request, "1-landing-0-of-12")
-    boxes.nth(0).check()
-    boxes.nth(4).check()
-    assert _progress(page) == "Your progress: 2/12 chapters"
-    boxes.nth(4).scroll_into_view_if_needed()
-    _save_screenshot(page, tmp_path, request, "2-marked-two")
-    page.reload()
-    assert _progress(page) == "Your progress: 2/12 chapters"
-    assert [boxes.nth(i).is_checked() for i in range(12)] == [i in (0, 4) for i in range(12)]
-    page.locator(".jp-progress").scroll_into_view_if_needed()
-    _save_screenshot(page, tmp_path, request, "3-after-reload")
-    boxes.nth(0).uncheck()
-    assert _progress(page) == "Your progress: 1/12 chapters"
-    page.locator(".jp-progress-reset").click()
-    assert _progress(page) == "Your progress: 0/12 chapters"
-    assert page.errors == []
-
-
-@pytest.mark.browser
-def test_browser_site_opens_from_the_file_system(page, site_out, tmp_path, request):
-    """No server: index.html opened as a file, the progress kept, and a chapter reached by its link."""
-    page.goto((site_out / "index.html").as_uri())
-    assert page.locator("input.jp-done").count() == 12
-    page.locator("input.jp-done").nth(2).check()
-    page.reload()
-    assert _progress(page) == "Your progress: 1/12 chapters"
-    page.locator("a[href^='chapters/basics/03_grad.html']").first.click()
-    page.wait_for_load_state()
-    assert page.url.endswith(".html") and "03_grad.html" in page.url
-    assert page.locator(".jp-stamp").count() == 1
-    _save_screenshot(page, tmp_path, request, "chapter-from-file")
-    assert page.errors == []
-
-
-@pytest.mark.browser
-def test_browser_every_internal_link_resolves_and_no_console_errors(page, site_server, site_out):
-    import urllib.error
-    import urllib.request
-
-    pages = [p.relative_to(site_out).as_posix() for p in site_pages(site_out)]
-    ids: dict[str, set[str]] = {}
-    targets: dict[str, set[str]] = {}
-    errors: dict[str, list[str]] = {}
-    for rel in pages:
-        page.errors.clear()
-        page.goto(site_server + rel, wait_until="load")
-        found = page.evaluate("""() => {
-            const out = [];
-            for (const el of document.querySelectorAll('[href], [src]')) {
-                for (const a of ['href', 'src']) {
-                    if (el.hasAttribute(a) && el.tagName !== 'svg')
-                        out.push(el[a] instanceof SVGAnimatedString ? el[a].baseVal : el[a]);
-                }
-            }
-            return {ids: Array.from(document.querySelectorAll('[id]'), e => e.id), urls: out};
-        }""")
-        ids[rel] = set(found["ids"])
-        for url in found["urls"]:
-            if url.startswith(site_server):
-                targets.setdefault(url, set()).add(rel)
-            else:
-                assert not url.startswith("file:"), f"{rel}: a file: link {url}"
-        if page.errors:
-            errors[rel] = list(page.errors)
-    assert not errors, f"console errors: {errors}"
-    missing, bad_anchor = [], []
-    statuses: dict[str, int] = {}
-    for url, sources in sorted(targets.items()):
-        path, _, frag = url[len(site_server):].partition("#")
-        path = path.split("?")[0] or "index.html"
-        if path not in statuses:
-            try:
-                with urllib.request.urlopen(site_server + path, timeout=10) as resp:
-                    statuses[path] = resp.status
-            except urllib.error.HTTPError as e:
-                statuses[path] = e.code
-        if statuses[path] != 200:
-            missing.append(f"{url} ({statuses[path]}) from {sorted(sources)[:2]}")
-        elif frag and path.endswith(".html"):
-            if path not in ids:
-                text = (site_out / path).read_text(encoding="utf-8")
-                ids[path] = set(re.findall(r'\bid="([^"]+)"', text))
-            from urllib.parse import unquote
-
-            if unquote(frag) not in ids[path]:
-                bad_anchor.append(f"{url} from {sorted(sources)[:2]}")
-    assert not missing, f"{len(missing)} broken link(s): {missing[:10]}"
-    assert not bad_anchor, f"{len(bad_anchor)} link(s) to a missing anchor: {bad_anchor[:10]}"
-    assert len(pages) >= 40 and len(targets) > 200
-
-
-@pytest.mark.browser
-def test_browser_chapter_page_shows_executed_output_and_its_stamp(page, site_server, tmp_path, request):
-    config = Config.load(ROOT)
-    nb = nbformat.read(config.build / "self-study" / "basics" / "02_jit.ipynb", as_version=4)
-    first_output = next(o["text"].strip().splitlines()[0] for c in nb.cells if c.cell_type == "code"
-                        for o in c.get("outputs", []) if o.get("output_type") == "stream" and o["text"].strip())
-    page.goto(site_server + "chapters/basics/02_jit.html")
-    stamp = page.locator(".jp-stamp")
-    assert stamp.count() == 1 and stamp.is_visible()
-    assert re.search(r"Executed with jax \d", stamp.inner_text())
-    outputs = page.locator(".cell_output")
-    assert outputs.count() > 20
-    assert first_output in page.locator("main").inner_text(), "the first real output of the run is not shown"
-    assert page.locator(".cell_output .output.traceback, .cell_output pre").count() > 0
-    _save_screenshot(page, tmp_path, request, "1-chapter-top")
-    outputs.nth(3).scroll_into_view_if_needed()
-    _save_screenshot(page, tmp_path, request, "2-chapter-output")
-    page.goto(site_server + "chapters/basics/02_jit-solutions.html")
-    assert page.locator(".jp-stamp").count() == 1 and "Reference solution" in page.locator("main").inner_text()
-    _save_screenshot(page, tmp_path, request, "3-solutions")
-    # TeX is typeset by the site's own MathJax (no CDN): no raw \( ... \) left, every formula rendered
-    page.goto(site_server + "chapters/advanced/11_scientific_computing.html")
-    page.wait_for_selector("mjx-container", state="attached", timeout=30_000)
-    page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30_000)
-    page.evaluate("() => MathJax.startup.promise")
-    assert page.locator("mjx-container").count() > 20
-    assert "\\(" not in page.locator("article").inner_text(), "a formula was left as TeX source"
-    page.locator("mjx-container").nth(5).scroll_into_view_if_needed()
-    _save_screenshot(page, tmp_path, request, "4-math")
-    assert page.errors == []
-
-
 def test_headings_get_unique_labels_and_code_fences_are_not_headings():
-    from jaxpath.site import _label_headings
+    from jaxpath.site import label_headings as _label_headings
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [
@@ -512,3 +302,138 @@ def test_headings_get_unique_labels_and_code_fences_are_not_headings():
     assert "Some text\n\n(basics-01-x-same)=\n### Same" in nb.cells[1].source
     assert "# not a heading" in nb.cells[1].source and "not-a-heading" not in nb.cells[1].source
     assert nb.cells[2].source == "# a comment, not a heading"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Navigation, the chapter box both ways, the topics beyond the docs, launch links, paths, figures
+# ---------------------------------------------------------------------------------------------------
+
+def _rel_links(path: Path, rel: str) -> list[str]:
+    html = path.read_text(encoding="utf-8")
+    return re.findall(rf'<link rel="{rel}" title="[^"]*" href="([^"]+)"', html)
+
+
+def test_prev_next_and_the_sidebar_never_lead_to_a_solutions_page(real_site, site_out):
+    _, manifest, r = real_site
+    chain, page = [], site_out / "index.html"
+    seen = set()
+    while page not in seen:  # follow "next" from the landing page to the end
+        seen.add(page)
+        chain.append(page.relative_to(site_out).as_posix())
+        nxt = _rel_links(page, "next")
+        if not nxt:
+            break
+        page = (page.parent / nxt[0]).resolve()
+    chapters = [f"release/{cid}.html" for s in manifest.stages for cid in s.chapters if cid in r.docnames]
+    assert [c for c in chain if c.startswith("release/")] == chapters, "prev/next runs through the chapters in order"
+    assert not any("solutions" in c for c in chain)
+    for p in site_pages(site_out):
+        for rel in ("prev", "next"):
+            assert not any("solutions/" in v for v in _rel_links(p, rel)), f"{p.relative_to(site_out)}: {rel} is a solutions page"
+    sidebar = re.search(r'<nav class="bd-docs-nav.*?</nav>', (site_out / "index.html").read_text(encoding="utf-8"), re.S)
+    assert sidebar and "solutions/" not in sidebar.group(0)
+    labels = re.findall(r'class="reference internal" href="release/[^"]+">([^<]+)<', sidebar.group(0))
+    assert len(labels) == len(chapters) and all(re.match(r"(Basics|Advanced) \d\d · ", x) for x in labels), labels[:3]
+
+
+def test_each_chapter_page_ends_its_exercises_with_an_after_you_tried_link(real_site):
+    _, manifest, r = real_site
+    for c in manifest.written():
+        page = page_of(r, c.id)
+        html = page.read_text(encoding="utf-8")
+        after = html.index("After you tried")
+        assert html.rfind("Exercise 1") < after or "Exercise 1" not in html, f"{c.id}: the link comes before the exercises"
+        assert f'href="../../solutions/{c.id}.html"' in html[after:after + 1500], c.id
+        sol_html = solutions_of(r, c.id).read_text(encoding="utf-8")
+        assert f"../../release/{c.id}.html" in sol_html, f"{c.id}: no way back from the solutions"
+
+
+def test_chapter_box_links_the_track_and_the_docs_both_ways(real_site, site_out):
+    config, manifest, r = real_site
+    _, readings, _ = load_reading_map(config)
+    index_refs = set(hrefs(site_out / "index.html"))
+    map_refs = set(hrefs(site_out / "reading-map.html"))
+    for c in manifest.written():
+        page = page_of(r, c.id)
+        html = page.read_text(encoding="utf-8")
+        box = re.search(r'<div class="admonition jp-where">.*?</div>', html, re.S)
+        assert box, f"{c.id}: no box"
+        box_refs = re.findall(r'href="([^"]+)"', box.group(0))
+        for n in c.carries:
+            assert f"../../index.html#track-{n:02d}" in box_refs, f"{c.id}: no link to track {n}"
+            assert any(x.startswith(f"release/{c.id}.html") for x in index_refs), f"track {n} does not link {c.id}"
+        mine = [x for x in readings if x.chapter == c.id]
+        for x in mine:
+            assert x.url in box_refs, f"{c.id}: the box lacks {x.title}"
+            assert any(v.startswith(f"release/{c.id}.html") for v in map_refs)
+        if mine:
+            assert any(v.startswith("../../reading-map.html#reading-") for v in box_refs), f"{c.id}: no link to the map"
+    assert sum(bool(x.section) for x in readings) > 10
+
+
+def test_landing_page_names_the_four_topics_beyond_the_docs_and_links_their_sections(real_site, site_out):
+    _, _, r = real_site
+    text = re.sub(r"\s+", " ", _text(site_out / "index.html"))
+    refs = hrefs(site_out / "index.html")
+    topics = {"The cache key": "basics/02_jit", "The cost model of reverse mode": "basics/03_grad",
+              "The sharding ladder": "advanced/03_distributed", "The benchmarking method": "advanced/02_performance"}
+    assert "Where the course goes beyond the docs" in text
+    for title, cid in topics.items():
+        assert title in text, title
+        assert any(v.startswith(f"release/{cid}.html#") for v in refs), f"{title}: no link into {cid}"
+
+
+def test_launch_links_are_the_themes_jupyterhub_nbgitpuller_links(real_site, site_out):
+    _, manifest, r = real_site
+    for c in manifest.written():
+        links = [v for v in hrefs(page_of(r, c.id)) if v.startswith(HUB["hub_url"])]
+        assert len(links) == 1, f"{c.id}: {links}"
+        url = urlsplit(links[0])
+        assert url.path == "/hub/user-redirect/git-pull"
+        q = parse_qs(url.query)
+        assert q == {"repo": [HUB["repository"]], "branch": [HUB["branch"]],
+                     "urlpath": [f"lab/tree/jax-path/release/{c.id}.ipynb"]}, q
+        assert (ROOT / "release" / f"{c.id}.ipynb").exists(), "the link opens a notebook the repository has"
+        assert not [v for v in hrefs(solutions_of(r, c.id)) if v.startswith(HUB["hub_url"])]
+
+
+def test_no_page_shows_a_path_of_the_build_machine(real_site, site_out):
+    config, _, r = real_site
+    assert check_machine_paths(site_out, (config.root, r.src)) == []
+    bad = re.compile(r"site-packages/|/tmp/|ipykernel_|" + re.escape(str(config.root)))
+    for p in site_pages(site_out):  # an independent look: no absolute path before site-packages, no /tmp
+        for m in bad.finditer(p.read_text(encoding="utf-8")):
+            before = p.read_text(encoding="utf-8")[max(0, m.start() - 40):m.start()]
+            assert not re.search(r"/[\w.+-]+/?$", before) and m.group(0) != "/tmp/", \
+                f"{p.relative_to(site_out)}: {before + m.group(0)!r}"
+
+
+def test_path_scrubbing_and_the_path_check():
+    raw = ("File /opt/x/.venv/lib/python3.12/site-packages/jax/_src/core.py:12 in /tmp/ipykernel_77/123.py:4, "
+           "/usr/lib/python3.12/inspect.py, saved to /tmp/tmpa1b2/model.bin")
+    assert len(find_machine_paths(raw)) >= 4
+    clean = scrub_text(raw)
+    assert clean == ("File site-packages/jax/_src/core.py:12 in <cell>:4, python3.12/inspect.py, "
+                     "saved to <tmp>/model.bin")
+    assert find_machine_paths(clean) == []
+    assert find_machine_paths(f"{ROOT}/build/x", (ROOT,)) == [str(ROOT)]
+
+
+def test_check_machine_paths_catches_a_kernel_path_on_a_page(tmp_path):
+    (tmp_path / "a.html").write_text("<html><body><pre>File /tmp/ipykernel_9/1.py:3</pre></body></html>")
+    (tmp_path / "b.html").write_text("<html><body><pre>site-packages/jax/_src/core.py</pre></body></html>")
+    problems = [str(p) for p in check_machine_paths(tmp_path)]
+    assert len(problems) == 1 and problems[0].startswith("site/a.html") and "ipykernel_9" in problems[0]
+
+
+def test_figures_are_on_at_least_eight_chapter_pages(real_site):
+    _, manifest, r = real_site
+    with_figures = []
+    for c in manifest.written():
+        html = page_of(r, c.id).read_text(encoding="utf-8")
+        imgs = re.findall(r'<img [^>]*src="([^"]+\.png)"', html)
+        for src in imgs:
+            assert (page_of(r, c.id).parent / src).stat().st_size > 1000, f"{c.id}: {src}"
+        if imgs:
+            with_figures.append(c.id)
+    assert len(with_figures) >= 8, with_figures

@@ -193,7 +193,8 @@ def chapter_box(manifest: Manifest, settings: SiteSettings, page: ChapterPage, r
     for r in readings:
         if r.chapter != page.entry.id:
             continue
-        link = section_link(pages, r.chapter, r.section, READING_MAP, problems) if r.section else None
+        # a missing heading is reported once, by the reading map page
+        link = section_link(pages, r.chapter, r.section, READING_MAP, []) if r.section else None
         mine.append({"title": r.title, "url": r.url, "section_ref": link})
     return {"carries": carries, "readings": mine, "reading_label": reading_label(page.entry.id),
             "launch": settings.launch}
