@@ -10,8 +10,10 @@ from course_factory import make_course
 pytestmark = pytest.mark.slow
 
 
-def test_check_passes_the_solution_and_fails_the_stub(tmp_path, capsys):
+def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(tmp_path, capsys):
     root = make_course(tmp_path / "c")
+    work = tmp_path / "work"
+    (work / "demo").mkdir(parents=True)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     from jaxpath.chapter import stub_source, visible_source, is_answer, is_test
 
@@ -21,18 +23,26 @@ def test_check_passes_the_solution_and_fails_the_stub(tmp_path, capsys):
             c.source = stub_source(c.source)
         elif is_test(c):
             c.source = visible_source(c.source)
-    nbformat.write(student, tmp_path / "stub.ipynb")
+    nbformat.write(student, work / "demo" / "stub.ipynb")
     nbformat.write(submission(student, {**answers_from_source(src), "square-answer": "def square(x):\n    return 2 * x"}),
-                   tmp_path / "partly.ipynb")
-    nbformat.write(submission(student, answers_from_source(src)), tmp_path / "done.ipynb")
-    assert main(["check", str(tmp_path / "done.ipynb")]) == 0
-    assert "3/3 self-checks pass" in capsys.readouterr().out
-    assert main(["check", str(tmp_path / "partly.ipynb")]) == 1
+                   work / "demo" / "partly.ipynb")
+    nbformat.write(submission(student, answers_from_source(src)), work / "demo" / "done.ipynb")
+    assert main(["--root", str(root), "check", str(work / "demo" / "done.ipynb")]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 self-checks pass" in out and "recorded in" in out
+    assert main(["--root", str(root), "check", str(work / "demo" / "partly.ipynb")]) == 1
     out = capsys.readouterr().out
     assert "✗ fails  Exercise 2: square" in out and "square(3) should be 9" in out and "2/3 self-checks pass" in out
     assert "note" not in out, "the chapter's intended errors are not reported"
-    assert main(["check", str(tmp_path / "stub.ipynb")]) == 1
+    assert main(["--root", str(root), "check", "--no-record", str(work / "demo" / "stub.ipynb")]) == 1
     assert "0/3 self-checks pass" in capsys.readouterr().out
-    (tmp_path / "broken.ipynb").write_text("{")
-    assert main(["check", str(tmp_path / "broken.ipynb")]) == 1
+    from jaxpath.progress import chapter_hash, load_records
+
+    records = load_records(work)
+    assert set(records) == {"demo/done", "demo/partly"}, "the stub was checked with --no-record"
+    assert all(records["demo/done"]["exercises"].values()) and len(records["demo/done"]["exercises"]) == 3
+    assert [v for v in records["demo/partly"]["exercises"].values()].count(False) == 1
+    assert records["demo/done"]["hash"] == chapter_hash(student), "the hash is the released chapter's"
+    (work / "demo" / "broken.ipynb").write_text("{")
+    assert main(["--root", str(root), "check", str(work / "demo" / "broken.ipynb")]) == 1
     assert "not valid JSON" in capsys.readouterr().out

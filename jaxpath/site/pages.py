@@ -47,11 +47,8 @@ def stamp_summary(pages: list[ChapterPage]) -> str:
                                         if x) for s in stamps})) or "an unknown system"
     span = dates[0][:10] if dates and dates[0][:10] == dates[-1][:10] else (
         f"{dates[0][:10]} to {dates[-1][:10]}" if dates else "an unknown date")
-    return (f"Every chapter was executed before it was published, and every printed output on these pages is "
-            f"the output of that run: {pkgs}; Python {'/'.join(values('python'))} on {backends}, "
-            f"{dev_txt} (the sharding chapters simulate eight host devices); {systems}; "
-            f"{span}. Each chapter page states its own run at its top. Where the API of the pinned JAX differs "
-            "from the spelling older tutorials use, the chapter says so and runs both.")
+    return render("stamp-summary.md.j2", pkgs=pkgs, python="/".join(values("python")), backends=backends,
+                  devices=dev_txt, systems=systems, span=span).strip()
 
 
 def _versions() -> str:
