@@ -230,7 +230,7 @@ def test_drift_runs_the_chapter_on_the_side_stack_and_reports_each_severity(tmp_
     html, txt = write_reports(result, root / "reports/drift", "jaxpath drift --python X", 1)
     text = txt.read_text()
     assert "1: 2 cells that start or stop raising" in text and "wrong answer passes" in text
-    assert "version-specific: Since jax 0.9 the value below is 3." in text
+    assert "version-specific fact: Since jax 0.9 the value below is 3." in text
     page = html.read_text()
     assert "Severity 1–2 findings" in page and "stack.legacy is deprecated" in page and "<script" not in page
 

@@ -104,14 +104,10 @@ def _section(ch: Chapter, index: int) -> str:
     return above[-1].title if above else ch.title
 
 
-def _claim(cells: list, index: int, diff: str) -> str:
-    """A sentence near the cell (the markdown just above and below it, or the output itself) that states a
+def _claim(cells: list, index: int) -> str:
+    """A sentence of the prose around the cell (the markdown just above and just below it) that states a
     version-specific fact: a version number, 'deprecated', 'removed', 'no longer', 'since 0.8', ..."""
-    texts = []
-    for j in (index - 1, index + 1):
-        if 0 <= j < len(cells) and cells[j].cell_type == "markdown":
-            texts.append(cells[j].source)
-    texts.append("\n".join(l[1:] for l in diff.splitlines() if l[:1] in "+-" and l[:3] not in ("+++", "---")))
+    texts = [cells[j].source for j in (index - 1, index + 1) if 0 <= j < len(cells) and cells[j].cell_type == "markdown"]
     for text in texts:
         for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", text):
             if VERSION_CLAIM.search(sentence):
@@ -172,7 +168,7 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
 
     def add(severity, i, kind, message, diff="", exercise=""):
         findings.append(Finding(severity, ch.id, i, kind, message, _section(ch, i), _paragraph(cells, i), diff,
-                                exercise, _claim(cells, i, diff + "\n" + message)))
+                                exercise, _claim(cells, i)))
 
     known = {problem_key(p) for p in pinned_problems}
     flagged: set[int] = set()
@@ -211,7 +207,6 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
             first = next((f for f in findings if f.cell == i and not f.diff), None)
             if first is not None:
                 first.diff = content
-                first.claim = first.claim or _claim(cells, i, content)
             content = ""
         ex = next((e.name for e in ch.exercises if i == e.answer or i in e.tests), "")
         if content:

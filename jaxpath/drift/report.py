@@ -2,7 +2,6 @@
 short text summary, both named after the side stack (reports/drift/jax-0.11.2.{html,txt})."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from ..files import write_atomic
@@ -54,11 +53,12 @@ def render_text(result: DriftResult, command: str, jobs: int) -> str:
             continue
         out += ["", f"{s}. {name.capitalize()} ({len(fs)})"]
         for f in fs:
-            out.append(f"- {f.where} · {f.section}: {f.kind}: {f.message if not f.diff else ''}".rstrip(": "))
+            out.append(f"- {f.where} · {f.section}: {f.kind}" + (f": {f.message}" if s <= 2 or not f.diff else ""))
             diff = [l for l in f.diff.splitlines() if l[:1] in "+-"][:4]
             out += [f"    {l}" if len(l) <= 150 else f"    {l[:149]}…" for l in diff]
             if f.claim:
-                out.append(textwrap.shorten(f"    version-specific: {f.claim}", 200, placeholder=" …"))
+                claim = f"    the prose states a version-specific fact: {f.claim}"
+                out.append(claim if len(claim) <= 220 else claim[:219] + "…")
     if not result.findings:
         out += ["", "No finding: the course reads and grades the same on this stack."]
     return "\n".join(out) + "\n"

@@ -117,12 +117,12 @@ def _problems_path(notebook: Path) -> Path:
 
 
 def _earlier(chapter_id: str, out: str, kernel_name: str | None, kernel_dirs: str | None):
-    """A run that an earlier `drift` left in build/drift/ (for --compare-only)."""
+    """A run that an earlier `drift` left in build/drift/ (for --compare-only), and where its pinned side came from."""
     try:
         data = json.loads(_problems_path(Path(out)).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise DriftError(f"{out}: no earlier drift run of {chapter_id} to compare (run without --compare-only)") from None
-    return chapter_id, kernel_name is None, [Problem(**p) for p in data["problems"]], data["seconds"]
+    return chapter_id, kernel_name is None, [Problem(**p) for p in data["problems"]], data["seconds"], data.get("from")
 
 
 def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *, jobs: int = 2,
@@ -134,7 +134,15 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
     ids = [c for c in resolve_chapters(load_manifest(config), chapters) if notebook_path(config, c).exists()]
     out_root = config.build / "drift"
     chs = {cid: _load(config, cid) for cid in ids}
-    pinned = {cid: pinned_build(config, chs[cid]) for cid in ids}
+    # the pinned outputs compared with: build/executed/ when current (copied into build/drift/pinned/, so that
+    # --compare-only compares with the same ones while `make` rewrites build/), else executed again there
+    pinned = {cid: None if compare_only else pinned_build(config, chs[cid]) for cid in ids}
+    for cid, nb in pinned.items():
+        if nb is not None:
+            path = out_root / "pinned" / f"{cid}.ipynb"
+            write_atomic(path, nbformat.writes(nb))
+            write_atomic(_problems_path(path), json.dumps({"seconds": 0.0, "problems": [], "from": "build/executed"}))
+    origin = {cid: "build/executed" if nb is not None else "executed now" for cid, nb in pinned.items()}
     tasks = [(cid, str(out_root / env.label / f"{cid}.ipynb"), env.kernel_name, str(env.kernel_dirs)) for cid in ids]
     tasks += [(cid, str(out_root / "pinned" / f"{cid}.ipynb"), None, None) for cid in ids if pinned[cid] is None]
     problems: dict[tuple[str, bool], list[Problem]] = {}
@@ -156,7 +164,7 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
         else:
             findings = compare_chapter(ch, base, side, problems[(cid, False)], problems.get((cid, True), []), versions)
         result = ChapterDrift(cid, chs[cid].title, findings, seconds[cid],
-                              "build/executed" if pinned[cid] is not None else "executed now", *stamps)
+                              origin[cid], *stamps)
         compare_s += time.perf_counter() - t
         done.append(result)
         if on_chapter:
@@ -171,7 +179,10 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
 
     if compare_only:
         for task in tasks:
-            landed(*_earlier(*task))
+            cid, is_pinned, probs, secs, source = _earlier(*task)
+            if is_pinned:
+                origin[cid] = source or "executed now"
+            landed(cid, is_pinned, probs, secs)
     elif jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             landed(*_execute(str(config.root), *task))
