@@ -3,7 +3,9 @@ and a real run of a fixture chapter on two "stacks" (tests/fixtures/drift/: the 
 the side kernel finds another stack.py first on its PYTHONPATH), one finding per severity and none for noise."""
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,7 +17,8 @@ from jaxpath.chapter import load_chapter
 from jaxpath.cli import main
 from jaxpath.config import Config
 from jaxpath.drift.compare import compare_chapter
-from jaxpath.drift.env import DriftError, SideEnv, conflict_message, parse_pins, side_requirements, write_kernelspec
+from jaxpath.drift.env import (DriftError, SideEnv, conflict_message, existing_python, parse_pins, side_requirements,
+                               write_kernelspec)
 from jaxpath.drift.normalize import normalize, timing_cells, version_rule
 from jaxpath.drift.report import render_html, render_text, write_reports
 from jaxpath.drift.run import DriftResult, drift
@@ -76,6 +79,21 @@ def test_the_cli_refuses_a_bad_pin_before_building_anything(tmp_path, capsys):
     assert "names no version" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["--root", str(root), "drift"])  # neither --with nor --python
+
+
+def test_an_existing_python_gets_a_kernelspec_and_one_without_ipykernel_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("JAXPATH_DRIFT_CACHE", str(tmp_path / "cache"))
+    env = existing_python(sys.executable)
+    assert env.label.startswith("jax-") and env.versions["ipykernel"]
+    spec = json.loads((env.kernel_dirs / "kernels" / env.kernel_name / "kernel.json").read_text())
+    assert spec["argv"][:3] == [str(Path(sys.executable).absolute()), "-m", "ipykernel_launcher"]
+    assert str(tmp_path / "cache") in str(env.folder)  # the cache, outside the course
+    with pytest.raises(DriftError, match="no such file"):
+        existing_python(tmp_path / "nope" / "python")
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    with pytest.raises(DriftError, match="ipykernel is not installed there"):
+        existing_python(bare / "bin" / "python")
 
 
 # ---- the normaliser -----------------------------------------------------------------------------------------

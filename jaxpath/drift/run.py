@@ -103,7 +103,9 @@ def _execute(root: str, chapter_id: str, out: str, kernel_name: str | None, kern
     config = Config.load(root)
     if kernel_name:
         # the side kernelspec lives in the environment's folder; jupyter_client looks for it on JUPYTER_PATH
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in (kernel_dirs, os.environ.get("JUPYTER_PATH")) if p)
+        paths = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+        if kernel_dirs not in paths:
+            os.environ["JUPYTER_PATH"] = os.pathsep.join([kernel_dirs, *paths])
         config = replace(config, kernel_name=kernel_name)
     t0 = time.perf_counter()
     problems, _ = run_chapter(_load(config, chapter_id), config, Path(out))
