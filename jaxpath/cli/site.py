@@ -29,5 +29,5 @@ def run(args, config: Config) -> int:
     if not r.ok:
         console.print(f"site build failed: {len(r.warnings)} warning(s), {len(r.problems)} problem(s)")
         return 1
-    console.print(f"open {r.index} (no server needed), or: python -m http.server -d {r.out}")
+    console.print(f"open {r.index} (no server needed), or with your earned progress: jaxpath serve --work FOLDER")
     return 0
