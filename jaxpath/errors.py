@@ -8,5 +8,9 @@ class JaxpathError(Exception):
     """Base of every error jaxpath raises on purpose."""
 
 
+class GradeError(JaxpathError):
+    """Grading cannot start or go on (no such assignment, a locked gradebook, a full disk): one clear sentence."""
+
+
 class UnknownChapter(JaxpathError, LookupError):
     """A chapter name on the command line that the manifest does not list (or lists as planned)."""

@@ -1,5 +1,6 @@
 """Batch grading: a coordinator that prepares and records, Dask workers that execute in a sandbox."""
-from .coordinator import GradeError, GradeReport, grade
+from ..errors import GradeError
+from .coordinator import GradeReport, grade
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 
 __all__ = ["grade", "GradeReport", "GradeError", "Limits", "SandboxUnavailable", "sandbox_problem"]

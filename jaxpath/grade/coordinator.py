@@ -3,14 +3,10 @@ execution to Dask workers, and record what comes back. It is the only writer of 
 gradebook."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import shutil
-import sys
-import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -19,26 +15,24 @@ from typing import Callable, Iterable
 
 import nbformat
 
-from ..cells import grade_id, is_test
+from ..cells import grade_id
 from ..config import Config, ensure_venv_on_path
-from ..errors import JaxpathError
+from ..errors import GradeError
 from ..files import write_atomic
 from . import integrity, record
 from .record import Status, StatusStore
+from .reference import run_references
 from .statuses import FINAL, GradeStatus
 from .isolation import NONE, host_level
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .worker import run_task
+from .dispatch import dispatch, gradebook_call
+from .pipeline import prepare_steps, record_steps
 
 GRADER_VERSION = "jaxpath-grade-3"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
 isolation_log = logging.getLogger("jaxpath.grade.isolation")
 isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said, -v or not
-
-
-class GradeError(JaxpathError):
-    """Grading cannot start (no such assignment, no sandbox, ...): one clear sentence."""
 
 
 @dataclass
@@ -70,44 +64,6 @@ class GradeReport:
         for s in self.results:
             out[s.status] = out.get(s.status, 0) + 1
         return out
-
-
-class _TrackingOverwriteCells:
-    """nbgrader's OverwriteCells, remembering every change it undoes (edited locked cells, points, types).
-
-    A test cell whose source is the released one (hidden tests removed) is not a change: nbgrader
-    restores the hidden tests into it on purpose."""
-
-    def __new__(cls, changes: list[str], **kw):
-        from nbgrader.preprocessors import OverwriteCells
-
-        from ..cells import visible_source
-
-        class Tracking(OverwriteCells):
-            def preprocess_cell(self, cell, resources, cell_index):
-                self._submitted_source = cell.source
-                return super().preprocess_cell(cell, resources, cell_index)
-
-            def report_change(self, name, attr, old, new):
-                if attr == "checksum":
-                    src = self.gradebook.find_source_cell(name, self.notebook_id, self.assignment_id).source
-                    if self._submitted_source in (src, visible_source(src)):
-                        return
-                    attr = "source edited"
-                changes.append(f"{name}: {attr}")
-                super().report_change(name, attr, old, new)
-
-        return Tracking(**kw)
-
-
-class _DropEmptyMetadata:
-    """After nbgrader's DeduplicateIds: the copies it emptied (`nbgrader: {}`) become plain cells."""
-
-    def preprocess(self, nb, resources):
-        for c in nb.cells:
-            if "nbgrader" in c.get("metadata", {}) and not c.metadata["nbgrader"]:
-                del c.metadata["nbgrader"]
-        return nb, resources
 
 
 class Coordinator:
@@ -245,7 +201,6 @@ class Coordinator:
 
     def prepare(self, job: Job) -> None:
         from nbgrader.api import Gradebook
-        from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
         pdir = Path(self.coursedir.root) / self.coursedir.submitted_directory / job.student / self.part
         if job.path is None and not any(pdir.glob("*.ipynb")):
@@ -294,10 +249,7 @@ class Coordinator:
             if n > 1:  # a copied cell (JupyterLab copies metadata): nbgrader keeps the last one
                 job.notes.append(f"{gid} appears {n} times; the last copy was graded, the others ran as plain cells")
         try:
-            for pp in (ClearOutput(config=self.nbcfg), DeduplicateIds(config=self.nbcfg), _DropEmptyMetadata(),
-                       OverwriteKernelspec(config=self.nbcfg),
-                       _TrackingOverwriteCells(job.changes, config=self.nbcfg, add_missing_cells=True),
-                       CheckCellMetadata(config=self.nbcfg)):
+            for pp in prepare_steps(self.nbcfg, job.changes):
                 nb, resources = pp.preprocess(nb, resources)
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
@@ -347,92 +299,16 @@ class Coordinator:
 
     # -- the reference run: calibrate the integrity checks, warm the compilation cache ----------------
     def references(self, notebooks: set[str], workers: int = 1) -> dict[str, integrity.Reference]:
-        """Run each source notebook once (trusted code, outside the sandbox, several at a time).
-
-        It records, per test cell, the fingerprints of the names the test reads (what a submission's
-        names must match) and which watched things the course's own code changes (never evidence of
-        tampering). With the compilation cache on, the same run compiles the programs every submission
-        shares (the chapter's own cells, the tests) once for the whole class instead of once per student.
-        Results are kept in build/grading/ and reused while the source notebook is unchanged."""
-        from concurrent.futures import ThreadPoolExecutor
-
-        from ..cells import is_answer
-        from ..execute import Session, kernel_env
-
-        env = kernel_env()
-        if self.jax_cache:
-            self.jax_cache.mkdir(parents=True, exist_ok=True)
-            env.update(JAX_COMPILATION_CACHE_DIR=str(self.jax_cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-        src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
-        store = self.config.build / "grading" / self.part
-        refs: dict[str, integrity.Reference] = {}
-
-        def run(name: str) -> None:
-            path = src / f"{name}.ipynb"
-            if not path.exists():
-                return
-            key = hashlib.sha256(GRADER_VERSION.encode() + path.read_bytes() + sys.version.encode()
-                                 + Path(integrity.__file__).read_bytes()
-                                 + integrity.kernel_source("integrity").encode()).hexdigest()[:16]
-            saved = store / f"{name}-{key}.json"
-            marker = self.jax_cache / f".warmed-{name}-{key}" if self.jax_cache else None
-            if saved.exists() and (marker is None or marker.exists()):
-                refs[name] = integrity.Reference.from_json(saved.read_text())
-                return
-            ref = integrity.Reference()
-            try:
-                stack = contextlib.ExitStack()
-                nb = nbformat.read(path, as_version=4)
-                answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
-                ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
-                ignore: set[str] = set()
-                # In a scratch copy: what the reference writes must not land in source/ (nor reach autograded/).
-                scratch = Path(tempfile.mkdtemp(prefix="jaxpath-ref-"))
-                stack.callback(shutil.rmtree, scratch, True)
-                shutil.copytree(path.parent, scratch, dirs_exist_ok=True, symlinks=True,
-                                ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-                with Session(nb, scratch, timeout=self.limits.cell_timeout, env=env) as s:
-                    s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
-                    for i, cell in enumerate(nb.cells):
-                        if cell.cell_type != "code" or s.dead:
-                            continue
-                        s.run(i)
-                        if is_test(cell):
-                            nonce = integrity.new_token()
-                            names = integrity.relied_on(cell.source, answers)
-                            ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
-                            data = (integrity.parse_result(text) if ok else None) or {}
-                            ref.names[grade_id(cell)] = data.get("names", {})
-                            ignore.update(data.get("changed", []))
-                ref.ignore = sorted(ignore)
-                if ref.ignore:
-                    log.info("%s/%s changes %d watched things itself: %s", self.part, name, len(ref.ignore),
-                             ", ".join(ref.ignore[:10]))
-                write_atomic(saved, ref.to_json().encode())
-                if marker is not None:
-                    marker.touch()
-            except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
-                log.warning("the reference run of %s failed: %s", path, e)
-            finally:
-                stack.close()
-            refs[name] = ref
-
-        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            list(pool.map(run, sorted(notebooks)))
-        if self.jax_cache:
-            for p in [self.jax_cache, *self.jax_cache.rglob("*")]:
-                os.chmod(p, 0o755 if p.is_dir() else 0o644)
-        return refs
+        """The reference run of each notebook (jaxpath.grade.reference), kept in build/grading/."""
+        return run_references(Path(self.coursedir.root) / self.coursedir.source_directory / self.part, notebooks,
+                              store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
+                              cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, workers=workers)
 
     # -- record what a worker returned ----------------------------------------------------------------
     def record(self, job: Job, result: dict) -> Status:
-        from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                            SaveAutoGrades)
-
         nb = nbformat.reads(result["notebook"], as_version=4)
         resources = self._resources(job)
-        for pp in (IgnorePattern(config=self.nbcfg), LimitOutput(config=self.nbcfg), SaveAutoGrades(config=self.nbcfg),
-                   AssignLatePenalties(config=self.nbcfg), CheckCellMetadata(config=self.nbcfg)):
+        for pp in record_steps(self.nbcfg):
             nb, resources = pp.preprocess(nb, resources)
         out_dir = self._autograded_dir(job)
         record.copy_files(job.files, out_dir)
@@ -468,41 +344,6 @@ class Coordinator:
         return job.status
 
 
-def _gradebook_call(fn, *args, lock_timeout: float, what: str):
-    """Call fn(*args), waiting while another process holds the gradebook locked (SQLite) and turning a
-    full disk into one clear sentence. Nothing half-written is left: each write is atomic."""
-    import sqlalchemy.exc
-
-    deadline = time.monotonic() + lock_timeout
-    delay = 0.5
-    while True:
-        try:
-            return fn(*args)
-        except sqlalchemy.exc.OperationalError as e:
-            text = str(e.orig if getattr(e, "orig", None) is not None else e)
-            if "locked" in text or "busy" in text:
-                if time.monotonic() < deadline:
-                    log.warning("the gradebook is locked (%s): waiting", what)
-                    time.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-                    continue
-                raise GradeError(f"the gradebook is locked by another process; waited {lock_timeout:g} s while "
-                                 f"{what} ({text.strip()}). Nothing recorded is lost: stop the other process and "
-                                 "run the same command again") from e
-            if "full" in text:
-                raise GradeError(f"the disk is full: the gradebook could not be written while {what} ({text.strip()}). "
-                                 "Nothing recorded is lost: free space and run the same command again") from e
-            raise
-        except OSError as e:
-            import errno
-
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise GradeError(f"the disk is full ({e.filename or 'a file'}: {e.strerror}) while {what}. Nothing "
-                                 "recorded is lost and no file is half-written: free space and run the same command "
-                                 "again") from e
-            raise
-
-
 def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
           sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True, isolation: str | None = None,
@@ -514,7 +355,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     # The warmed compilation cache is a folder on this machine: used with the local cluster only.
     cache = config.build / "jax-cache" / part if compile_cache and not scheduler else None
     def call(fn, *args, what):
-        return _gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
+        return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
 
     coord = call(lambda: Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force,
                                      jax_cache=cache, isolation=isolation), what="opening the gradebook")
@@ -540,7 +381,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
             job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore, "imports": ref.imports,
                                      "roots": ref.roots}
     if runnable:
-        for job, result in _dispatch(runnable, workers=workers, scheduler=scheduler):
+        for job, result in dispatch(runnable, workers=workers, scheduler=scheduler):
             st = call(coord.record, job, result, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
             report.results.append(st)
             if on_result:
@@ -548,46 +389,3 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     coord.store.dispose()
     report.seconds = time.perf_counter() - t0
     return report
-
-
-def _dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
-    """Run the tasks on Dask workers; yield (job, result) as each finishes."""
-    from distributed import Client, LocalCluster, as_completed
-
-    if scheduler:
-        client, cluster = Client(scheduler, timeout="30s"), None
-    else:
-        n = workers or max(1, os.cpu_count() or 1)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-        client = Client(cluster)
-    try:
-        by_key = {}
-        futures = []
-        for job in jobs:
-            fut = client.submit(run_task, job.task, key=f"jaxpath-grade-{hashlib.sha1(job.task['id'].encode()).hexdigest()}-"
-                                f"{time.time_ns()}", pure=False, retries=0)
-            by_key[fut.key] = job
-            futures.append(fut)
-        for fut in as_completed(futures):
-            job = by_key[fut.key]
-            try:
-                result = fut.result()
-            except Exception as e:
-                nb = job.task["notebook"]
-                result = {"id": job.task["id"], "notebook": nb, "status": GradeStatus.CRASHED,
-                          "reason": f"the worker failed: {type(e).__name__}: {str(e)[:300]}", "seconds": None}
-                result["notebook"] = _all_not_run(nb, result["reason"])
-            yield job, result
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-def _all_not_run(nb_json: str, why: str) -> str:
-    nb = nbformat.reads(nb_json, as_version=4)
-    for c in nb.cells:
-        if c.cell_type == "code":
-            c.outputs = [nbformat.v4.new_output("error", ename="NotRun", evalue=why, traceback=[why])]
-    return nbformat.writes(nb)

@@ -1,0 +1,108 @@
+"""The reference run: each source notebook of an assignment run once, as trusted code, before (or beside)
+the submissions. It calibrates the integrity checks and warms the compilation cache the workers read.
+
+For each test cell it records the fingerprints of the names the test reads (what a submission's names must
+match) and which watched things the course's own code changes (never evidence of tampering). With the
+compilation cache on, the same run compiles the programs every submission shares (the chapter's own cells,
+the tests) once for the whole class instead of once per student.
+
+Where it lives: `build/grading/<part>/<notebook>-<key>.json` (the calibration) and `build/jax-cache/<part>/`
+(the compiled programs, with a `.warmed-<notebook>-<key>` marker). The key hashes the grader's version, the
+source notebook, the Python version and the integrity code (both sides), so editing a notebook, upgrading
+jaxpath or Python invalidates it; otherwise every later batch (a `--student` regrade included) reuses it."""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+
+from ..cells import grade_id, is_answer, is_test
+from ..files import write_atomic
+from . import integrity
+
+log = logging.getLogger("jaxpath.grade")
+
+
+def reference_key(path: Path, grader_version: str) -> str:
+    """What a saved reference run of the notebook at `path` is valid for."""
+    return hashlib.sha256(grader_version.encode() + path.read_bytes() + sys.version.encode()
+                          + Path(integrity.__file__).read_bytes()
+                          + integrity.kernel_source("integrity").encode()).hexdigest()[:16]
+
+
+def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout: int,
+                  jax_cache: Path | None = None) -> integrity.Reference:
+    """The reference run of one source notebook (reused from `store` when it is current)."""
+    from ..execute import Session, kernel_env
+
+    key = reference_key(path, grader_version)
+    saved = store / f"{path.stem}-{key}.json"
+    marker = jax_cache / f".warmed-{path.stem}-{key}" if jax_cache else None
+    if saved.exists() and (marker is None or marker.exists()):
+        return integrity.Reference.from_json(saved.read_text())
+    env = kernel_env()
+    if jax_cache:
+        jax_cache.mkdir(parents=True, exist_ok=True)
+        env.update(JAX_COMPILATION_CACHE_DIR=str(jax_cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    ref = integrity.Reference()
+    try:
+        with contextlib.ExitStack() as stack:
+            nb = nbformat.read(path, as_version=4)
+            answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
+            ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
+            ignore: set[str] = set()
+            # In a scratch copy: what the reference writes must not land in source/ (nor reach autograded/).
+            scratch = Path(tempfile.mkdtemp(prefix="jaxpath-ref-"))
+            stack.callback(shutil.rmtree, scratch, True)
+            shutil.copytree(path.parent, scratch, dirs_exist_ok=True, symlinks=True,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            with Session(nb, scratch, timeout=cell_timeout, env=env) as s:
+                s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
+                for i, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code" or s.dead:
+                        continue
+                    s.run(i)
+                    if is_test(cell):
+                        nonce = integrity.new_token()
+                        names = integrity.relied_on(cell.source, answers)
+                        ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
+                        data = (integrity.parse_result(text) if ok else None) or {}
+                        ref.names[grade_id(cell)] = data.get("names", {})
+                        ignore.update(data.get("changed", []))
+            ref.ignore = sorted(ignore)
+            if ref.ignore:
+                log.info("%s changes %d watched things itself: %s", path.name, len(ref.ignore), ", ".join(ref.ignore[:10]))
+            write_atomic(saved, ref.to_json().encode())
+            if marker is not None:
+                marker.touch()
+    except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
+        log.warning("the reference run of %s failed: %s", path, e)
+    return ref
+
+
+def run_references(source: Path, notebooks: set[str], *, store: Path, grader_version: str, cell_timeout: int,
+                   jax_cache: Path | None = None, workers: int = 1) -> dict[str, integrity.Reference]:
+    """The reference runs of the named notebooks of one assignment's source folder, several at a time; the
+    compilation cache is then made readable to the sandboxed kernels (which run as other uids)."""
+    refs: dict[str, integrity.Reference] = {}
+
+    def one(name: str) -> None:
+        path = source / f"{name}.ipynb"
+        if path.exists():
+            refs[name] = run_reference(path, store=store, grader_version=grader_version, cell_timeout=cell_timeout,
+                                       jax_cache=jax_cache)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        list(pool.map(one, sorted(notebooks)))
+    if jax_cache and jax_cache.exists():
+        for p in [jax_cache, *jax_cache.rglob("*")]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    return refs
