@@ -120,8 +120,10 @@ def test_served_landing_page_shows_track_01_earned_after_jaxpath_check(page, ser
     assert _status(page, 8).startswith("◐ In progress"), "randomness also needs advanced/10"
     assert page.locator(".jp-status.jp-state-earned").count() == 1
     assert page.locator("input.jp-done:checked").count() == 0, "earned is not the same as self-marked"
+    page.locator(".jp-progress").scroll_into_view_if_needed()
+    save_screenshot(page, tmp_path, request, "2-progress-view-earned-1-of-12")
     page.locator("#track-01").scroll_into_view_if_needed()
-    save_screenshot(page, tmp_path, request, "2-progress-view-track-01-earned")
+    save_screenshot(page, tmp_path, request, "3-progress-view-track-01-earned")
     assert page.errors == []
 
 
@@ -180,7 +182,7 @@ def test_every_figure_loads_and_a_chapter_with_one_is_captured(page, site, tmp_p
     for c in manifest.written():
         page.goto((r.out / f"{r.docnames[c.id][0]}.html").as_uri())
         sizes = page.evaluate("""async () => {
-            const imgs = Array.from(document.querySelectorAll('main img'));
+            const imgs = Array.from(document.querySelectorAll('article img'));
             await Promise.all(imgs.map(i => i.complete ? null : new Promise(ok => { i.onload = i.onerror = ok; })));
             return imgs.map(i => [i.getAttribute('src'), i.naturalWidth, i.naturalHeight]);
         }""")
@@ -188,7 +190,7 @@ def test_every_figure_loads_and_a_chapter_with_one_is_captured(page, site, tmp_p
             assert w > 0 and h > 0, f"{c.id}: {src} did not load"
         figures += len(sizes)
         if c.id == "basics/03_grad" and sizes:
-            page.locator("main img").first.scroll_into_view_if_needed()
+            page.locator(".cell_output img").first.scroll_into_view_if_needed()
             save_screenshot(page, tmp_path, request, "chapter-with-figure")
     assert figures >= 8
     assert page.errors == []

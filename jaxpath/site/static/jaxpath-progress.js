@@ -54,7 +54,8 @@
     var text = counter.querySelector(".jp-earned-text");
     if (!text) { return; }
     counter.querySelector(".jp-earned-count").textContent = String(data.earned);
-    counter.querySelector(".jp-earned-source").textContent = "(from jaxpath check in " + data.work + ")";
+    var folder = String(data.work).replace(/[\\/]+$/, "").split(/[\\/]/).pop();
+    counter.querySelector(".jp-earned-source").textContent = "(checked by jaxpath check in your folder " + folder + ")";
     text.hidden = false;
     counter.classList.add("jp-served");
     data.tracks.forEach(function (t) {
