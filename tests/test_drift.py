@@ -19,7 +19,7 @@ from jaxpath.config import Config
 from jaxpath.drift.compare import compare_chapter
 from jaxpath.drift.env import (DriftError, SideEnv, conflict_message, existing_python, parse_pins, side_requirements,
                                write_kernelspec)
-from jaxpath.drift.normalize import normalize, timing_cells, version_rule
+from jaxpath.drift.normalize import normalize, unrepeatable_cells, version_rule
 from jaxpath.drift.report import render_html, render_text, write_reports
 from jaxpath.drift.run import DriftResult, drift
 from jaxpath.problems import Problem
@@ -134,13 +134,25 @@ def test_content_survives_the_normaliser(a, b):
 
 
 def test_in_a_cell_that_measures_time_every_measured_number_is_noise():
-    a = "min 1.485 | median 2.157 (ms) | traces: 1 | naive / honest: 34x | flops x8, time x7.8"
-    b = "min 2.034 | median 2.901 (ms) | traces: 1 | naive / honest: 13x | flops x8, time x12.6"
+    a = "min 1.485 | median 2.157 (ms)\nnaive / honest: 34x\nflops x8, time x7.8\njacfwd 3.1 ms, jacfwd is 2.0x faster\ntraces: 1"
+    b = "min 2.034 | median 2.9 (ms)\nnaive / honest: 13x\nflops x8, time x12.6\njacfwd 3.3 ms, jacrev is 1.1x faster\ntraces: 1"
     assert normalize(a, timing=True) == normalize(b, timing=True)
     assert normalize(a.replace("traces: 1", "traces: 2"), timing=True) != normalize(b, timing=True)  # counts stay
     sources = ["def bench(f):\n    t = time.perf_counter()\n    f()", "def twice(f):\n    return bench(f)", "twice(g)",
-               "print(1.5)"]
-    assert timing_cells(sources) == {0, 1, 2}
+               "print(1.5)", "print(np.random.normal(size=3))", "rng = np.random.default_rng(0)"]
+    assert unrepeatable_cells(sources) == {0, 1, 2, 4}
+    assert unrepeatable_cells(sources + ["np.random.seed(0)"]) == {0, 1, 2}  # a seeded generator repeats
+
+
+def test_a_line_cut_to_a_fixed_width_after_a_temp_path_is_the_same_line(tmp_path):
+    _, _, ch = _fixture_chapter(tmp_path)
+    value = _index(ch, "stack.value")
+    cut = "ValueError : function <lambda> at /tmp/ipykernel_{}/1654909357.py:15 traced for jit returned a mut"
+    pinned = _executed(ch.nb.cells, {value: [_stream(cut.format(24581)[:90] + "\n")]})
+    side = _executed(ch.nb.cells, {value: [_stream(cut.format(5287)[:90] + "\n")]})
+    assert compare_chapter(ch, pinned, side, []) == []
+    side = _executed(ch.nb.cells, {value: [_stream(cut.format(5287)[:90].replace("jit", "pmap") + "\n")]})
+    assert [f.kind for f in compare_chapter(ch, pinned, side, [])] == ["output changed"]
 
 
 # ---- the comparison on two hand-made executed notebooks ------------------------------------------------------

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..chapter import INTENDED_ERROR, Chapter, is_answer, is_test, tags
 from ..problems import Problem
-from .normalize import normalize, timing_cells
+from .normalize import normalize, unrepeatable_cells
 
 SEVERITY = {1: "cells that start or stop raising", 2: "exercises that no longer tell right from wrong",
             3: "changed outputs", 4: "new, vanished or changed warnings"}
@@ -116,9 +116,24 @@ def _claim(cells: list, index: int) -> str:
     return ""
 
 
+VARIABLE = re.compile(r"<(?:cell|tmp|site-packages|stdlib|cache|id|pid)>|0x…|ipykernel_<pid>")
+
+
+def _cut_alike(x: str, y: str) -> bool:
+    """Two lines that a chapter cut to a fixed width after something of variable length (a temp path, a pid):
+    one is the other with a few characters more or less at the end."""
+    short, long = sorted((x, y), key=len)
+    return bool(VARIABLE.search(short)) and len(long) - len(short) <= 8 and long.startswith(short) and len(short) >= 40
+
+
 def _hunks(old: str, new: str) -> list[tuple[bool, list[str]]]:
     """Unified-diff hunks of two outputs, each with whether it is about a warning."""
     a, b = old.splitlines(), new.splitlines()
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            for x, y in zip(range(i1, i2), range(j1, j2)):
+                if _cut_alike(a[x], b[y]):
+                    b[y] = a[x]
     out = []
     for group in difflib.SequenceMatcher(None, a, b, autojunk=False).get_grouped_opcodes(1):
         lines = []
@@ -183,7 +198,7 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
     # after a kernel died, the cells below it never ran: that is one finding, not one per cell
     dead = [p.cell for p in side_problems if problem_kind(p)[1] == "kernel died" and p.cell is not None]
     last = min(dead) if dead else len(cells)
-    timed = timing_cells([c.source if c.cell_type == "code" else "" for c in cells])
+    timed = unrepeatable_cells([c.source if c.cell_type == "code" else "" for c in cells])
     for i, cell in enumerate(cells):
         if cell.cell_type != "code" or i >= len(a) or i >= len(b) or i >= last:
             continue

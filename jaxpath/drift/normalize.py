@@ -35,6 +35,11 @@ RULES: list[tuple[str, re.Pattern, str]] = [
 RATIO = re.compile(rf"(?:\b{NUMBER}\s?[x×](?![\w])|\b(ratio|speedup|faster|slower)(\W{{1,3}}){NUMBER})")
 MEASURED = re.compile(rf"(?:(?<![\w.])[x×]\s?{NUMBER}\b|\b{NUMBER}\s?[x×](?![\w])|(?<![\w.])[-+]?\d*\.\d+(?:[eE][-+]?\d+)?\b)")
 CLOCK = re.compile(r"perf_counter|\btime\.time\(|\btimeit\b|\bmonotonic\b|process_time|%%?time\b|datetime\.now")
+# host randomness without a seed (NumPy's global generator, the random module): different on every run
+UNSEEDED = re.compile(r"\bnp\.random\.(?!seed\b|default_rng\(\s*\d|RandomState\(\s*\d)\w+\(|"
+                      r"(?<![\w.])random\.(?:random|uniform|randint|choice|shuffle|gauss|sample)\(")
+SEEDED = re.compile(r"\bnp\.random\.seed\(|(?<![\w.])random\.seed\(")
+MEASUREMENT = re.compile(r"<(?:time|ratio|measured)>")
 SPACES = re.compile(r"[ \t]+")
 OPEN_PAD = re.compile(r"([(\[{]) +")
 TRACEBACK = re.compile(r"^(\s*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
@@ -55,10 +60,12 @@ def version_rule(versions: Iterable[str]) -> re.Pattern | None:
     return re.compile(r"(?<![\w.])v?(?:" + "|".join(map(re.escape, vs)) + r")(?![\w.]*\d)")
 
 
-def timing_cells(sources: list[str]) -> set[int]:
-    """Indices of the cells that measure time: a cell that reads a clock, or calls a function defined in one
-    that does (a chapter's `bench` helper), followed through helpers that call helpers."""
-    clocked = {i for i, src in enumerate(sources) if CLOCK.search(src)}
+def unrepeatable_cells(sources: list[str]) -> set[int]:
+    """Indices of the cells whose numbers differ on every run: a cell that reads a clock or draws unseeded host
+    random numbers (where the chapter seeds none), or calls a function defined in one that does (a chapter's
+    `bench` helper), followed through helpers that call helpers."""
+    seeded = any(SEEDED.search(src) for src in sources)
+    clocked = {i for i, src in enumerate(sources) if CLOCK.search(src) or (not seeded and UNSEEDED.search(src))}
     while True:
         helpers = {name for i in clocked for name in re.findall(r"^\s*def\s+(\w+)", sources[i], re.M)}
         call = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(helpers))) + r")\s*\(") if helpers else None
@@ -70,7 +77,9 @@ def timing_cells(sources: list[str]) -> set[int]:
 
 def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False) -> str:
     """`text` with everything that is not content replaced by placeholders (see RULES). With `timing` (the
-    output of a cell that measures time), every non-integer number and every ratio is a measurement too.
+    output of an unrepeatable cell: it measures time or draws unseeded random numbers), every non-integer
+    number and every ratio is a measurement too, and a line that shows a measurement is one as a whole (which
+    of two timings won is a measurement, not content).
     Runs of spaces count as one (alignment padding changes with the width of a number)."""
     # A traceback printed by a library (jax logs one when a callback fails): its frames are the library's
     # implementation, its last line (the exception) is content.
@@ -82,4 +91,5 @@ def normalize(text: str, versions: re.Pattern | None = None, timing: bool = Fals
     lines = [_ratios(line.rstrip()) for line in text.split("\n")]
     if timing:
         lines = [MEASURED.sub("<measured>", line) for line in lines]
+        lines = ["<measurement>" if MEASUREMENT.search(line) else line for line in lines]
     return "\n".join(OPEN_PAD.sub(r"\1", SPACES.sub(" ", line)) for line in lines)
