@@ -9,7 +9,7 @@ import logging
 import os
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -23,6 +23,7 @@ from . import integrity, record
 from .record import Status, StatusStore
 from .reference import run_references
 from .statuses import FINAL, GradeStatus
+from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, host_level
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .dispatch import dispatch, gradebook_call
@@ -41,7 +42,7 @@ class Job:
     notebook: str
     path: Path | None
     content_hash: str = ""
-    task: dict | None = None
+    task: Task | None = None
     status: Status | None = None
     """Set when the notebook is settled without running (missing, invalid)."""
     changes: list[str] = field(default_factory=list)
@@ -262,10 +263,9 @@ class Coordinator:
         if missing:
             job.changes.append(f"restored deleted grade cells {', '.join(missing)}")
         job.files = self._extra_files(pdir)
-        job.task = {"id": f"{self.part}/{job.student}/{job.notebook}", "notebook": nbformat.writes(nb),
-                    "files": job.files, "limits": asdict(self.limits), "sandbox": self.sandbox,
-                    "isolation": self.level.name,
-                    "kernel_name": self.config.kernel_name, "jax_cache": str(self.jax_cache) if self.jax_cache else None}
+        job.task = Task(f"{self.part}/{job.student}/{job.notebook}", nbformat.writes(nb), files=job.files,
+                        limits=self.limits, sandbox=self.sandbox, isolation=self.level.name,
+                        kernel_name=self.config.kernel_name, jax_cache=str(self.jax_cache) if self.jax_cache else None)
 
     def _zero(self, job: Job) -> None:
         """A notebook that cannot run scores zero in every grade cell (as nbgrader does for a missing one)."""
@@ -305,8 +305,8 @@ class Coordinator:
                               cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, workers=workers)
 
     # -- record what a worker returned ----------------------------------------------------------------
-    def record(self, job: Job, result: dict) -> Status:
-        nb = nbformat.reads(result["notebook"], as_version=4)
+    def record(self, job: Job, result: Result) -> Status:
+        nb = nbformat.reads(result.notebook, as_version=4)
         resources = self._resources(job)
         for pp in record_steps(self.nbcfg):
             nb, resources = pp.preprocess(nb, resources)
@@ -317,13 +317,13 @@ class Coordinator:
             write_atomic(out_dir / "timestamp.txt", ts.read_bytes())
         # What the notebook wrote in its folder lands where nbgrader's run in autograded/ leaves it: over the
         # files copied in (the notebook ran after them), and the executed notebook over everything.
-        record.remove_files(result.get("removed", []), out_dir)
-        record.copy_files(result.get("written", {}), out_dir)
+        record.remove_files(result.removed, out_dir)
+        record.copy_files(result.written, out_dir)
         write_atomic(out_dir / f"{job.notebook}.ipynb", nbformat.writes(nb).encode("utf-8"))
-        status, reason = result["status"], result["reason"]
-        if result.get("tampering"):
-            found = "; ".join(result["tampering"][:3]) + (f" (+{len(result['tampering']) - 3} more)"
-                                                          if len(result["tampering"]) > 3 else "")
+        status, reason = result.status, result.reason
+        if result.tampering:
+            found = "; ".join(result.tampering[:3]) + (f" (+{len(result.tampering) - 3} more)"
+                                                       if len(result.tampering) > 3 else "")
             reason = (reason + "; " if reason else "") + "flagged for review: " + found
             if status == GradeStatus.GRADED:
                 status = GradeStatus.TAMPERED
@@ -334,8 +334,8 @@ class Coordinator:
             reason += "; also restored: " + "; ".join(sorted(set(job.changes)))
         if job.notes:
             reason = (reason + "; " if reason else "") + "; ".join(job.notes)
-        st = self._status(job, status, reason, *self._scores(job), seconds=result.get("seconds"))
-        st.isolation = result.get("isolation", "")
+        st = self._status(job, status, reason, *self._scores(job), seconds=result.seconds)
+        st.isolation = result.isolation
         self.store.put(st)
         return st
 
@@ -378,8 +378,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
         refs = coord.references({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
         for job in runnable:
             ref = refs.get(job.notebook, integrity.Reference())
-            job.task["integrity"] = {"names": ref.names, "ignore": ref.ignore, "imports": ref.imports,
-                                     "roots": ref.roots}
+            job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
     if runnable:
         for job, result in dispatch(runnable, workers=workers, scheduler=scheduler):
             st = call(coord.record, job, result, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")

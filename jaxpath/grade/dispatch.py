@@ -12,6 +12,7 @@ import nbformat
 
 from ..errors import GradeError
 from .statuses import GradeStatus
+from .tasks import Result
 from .worker import run_task
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
         by_key = {}
         futures = []
         for job in jobs:
-            fut = client.submit(run_task, job.task, key=f"jaxpath-grade-{hashlib.sha1(job.task['id'].encode()).hexdigest()}-"
+            fut = client.submit(run_task, job.task, key=f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-"
                                 f"{time.time_ns()}", pure=False, retries=0)
             by_key[fut.key] = job
             futures.append(fut)
@@ -79,10 +80,8 @@ def dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
             try:
                 result = fut.result()
             except Exception as e:
-                nb = job.task["notebook"]
-                result = {"id": job.task["id"], "notebook": nb, "status": GradeStatus.CRASHED,
-                          "reason": f"the worker failed: {type(e).__name__}: {str(e)[:300]}", "seconds": None}
-                result["notebook"] = _all_not_run(nb, result["reason"])
+                why = f"the worker failed: {type(e).__name__}: {str(e)[:300]}"
+                result = Result(job.task.id, _all_not_run(job.task.notebook, why), GradeStatus.CRASHED, why)
             yield job, result
     finally:
         client.close()

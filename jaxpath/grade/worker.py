@@ -17,9 +17,10 @@ from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
 from . import integrity
 from .statuses import GradeStatus
+from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, Level
 from .isolation.rlimits import address_space_mb
-from .sandbox import Limits, Sandbox, Written, written_files
+from .sandbox import Sandbox, Written, written_files
 
 
 NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
@@ -32,24 +33,24 @@ def _error_output(ename: str, evalue: str):
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_task(task: dict) -> dict:
-    """Execute task['notebook'] (nbformat JSON) with task['files'] beside it.
+def run_task(task: Task) -> Result:
+    """Execute task.notebook (nbformat JSON) with task.files beside it.
 
-    Returns the executed notebook, a status ('graded', 'timed out', 'crashed') and its reason, and the files
-    the notebook created or changed in its folder ('written') and those it removed ('removed'). Cells that
+    Returns the executed notebook, a status (graded, timed out, crashed) and its reason, and the files
+    the notebook created or changed in its folder and those it removed. Cells that
     could not run after a crash or a timeout get an error output saying so, so they score zero while the
     cells graded before keep their points."""
-    limits = Limits(**task.get("limits", {}))
+    limits = task.limits
     written = Written({}, [], [])
-    nb = nbformat.reads(task["notebook"], as_version=4)
-    files = dict(task.get("files", {}))
+    nb = nbformat.reads(task.notebook, as_version=4)
+    files = dict(task.files)
     t0 = time.perf_counter()
     status, reason = GradeStatus.GRADED, ""
     code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
     for i in code_cells:
         nb.cells[i].outputs, nb.cells[i].execution_count = [], None
 
-    guard = _Guard(nb, task["integrity"]) if task.get("integrity") else None
+    guard = _Guard(nb, task.integrity) if task.integrity else None
 
     def execute(session: Session) -> None:
         nonlocal status, reason
@@ -79,14 +80,14 @@ def run_task(task: dict) -> dict:
                     _mark_rest(nb, code_cells[n + 1:], f"not run: cell {i + 1} never finished")
                     return
 
-    level = Level.parse(task["isolation"]) if task.get("isolation") else None  # None: what this host gives
-    if task.get("sandbox", True):
-        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.get("jax_cache"),
+    level = Level.parse(task.isolation) if task.isolation else None  # None: what this host gives
+    if task.sandbox:
+        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.jax_cache,
                      level=level) as sb:
-            km = sb.kernel_manager(task.get("kernel_name", "python3"))
+            km = sb.kernel_manager(task.kernel_name)
             try:
                 with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
-                             kernel_name=task.get("kernel_name", "python3")) as s:
+                             kernel_name=task.kernel_name) as s:
                     execute(s)
             except RuntimeError as e:  # the kernel did not start
                 status, reason = GradeStatus.CRASHED, f"the kernel did not start: {e}"
@@ -104,21 +105,18 @@ def run_task(task: dict) -> dict:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             env = {**kernel_env(), **NBGRADER_ENV}
-            if task.get("jax_cache"):
-                env.update(JAX_COMPILATION_CACHE_DIR=task["jax_cache"], JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-            with Session(nb, d, timeout=limits.cell_timeout, env=env,
-                         kernel_name=task.get("kernel_name", "python3")) as s:
+            if task.jax_cache:
+                env.update(JAX_COMPILATION_CACHE_DIR=task.jax_cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+            with Session(nb, d, timeout=limits.cell_timeout, env=env, kernel_name=task.kernel_name) as s:
                 execute(s)
             written = written_files(Path(d), files, limits.file_mb * 1024 * 1024)
     if guard and guard.broken:  # graded all the same, but the grader says what it could not check
         reason = (reason + "; " if reason else "") + guard.broken + ": tampering in the kernel was not checked"
     if written.left_out:
         reason = (reason + "; " if reason else "") + "files it wrote not kept: " + ", ".join(written.left_out[:5])
-    return {"id": task["id"], "notebook": nbformat.writes(nb), "status": status, "reason": reason,
-            "seconds": time.perf_counter() - t0, "worker": socket.gethostname(),
-            "tampering": guard.evidence if guard else [],
-            "written": written.files, "removed": written.removed,
-            "isolation": level.name if task.get("sandbox", True) else NONE.name}
+    return Result(task.id, nbformat.writes(nb), status, reason, seconds=time.perf_counter() - t0,
+                  worker=socket.gethostname(), tampering=guard.evidence if guard else [], written=written.files,
+                  removed=written.removed, isolation=level.name if task.sandbox else NONE.name)
 
 
 def _raised(nb, ename: str) -> bool:
@@ -130,11 +128,9 @@ class _Guard:
     with an end token, and a probe after each test. A pass the evidence does not back is turned into a
     failure with an error output that says why; all evidence is reported (the notebook is then *tampered*)."""
 
-    def __init__(self, nb, spec: dict):
+    def __init__(self, nb, spec: IntegritySpec):
         self.nb = nb
-        self.names = spec.get("names", {})
-        self.ignore = spec.get("ignore", [])
-        self.imports, self.roots = spec.get("imports", []), spec.get("roots", [])
+        self.names, self.ignore, self.imports, self.roots = spec.names, spec.ignore, spec.imports, spec.roots
         self.tests = {i: grade_id(c) for i, c in enumerate(nb.cells) if is_test(c)}
         self.evidence: list[str] = []
         self.digest = None

@@ -1,0 +1,62 @@
+"""What travels between the coordinator and a worker: a prepared `Task` out, a `Result` back.
+
+Both carry content, not paths (the notebook as nbformat JSON, its files as bytes), so a worker needs no
+shared filesystem; both are plain dataclasses, pickled by Dask."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .sandbox import Limits
+from .statuses import GradeStatus
+
+
+@dataclass
+class IntegritySpec:
+    """What the reference run established for one notebook (jaxpath.grade.integrity.Reference)."""
+    names: dict[str, dict[str, str]] = field(default_factory=dict)
+    """grade_id -> {name the test reads: its fingerprint in the reference run}."""
+    ignore: list[str] = field(default_factory=list)
+    """Watched things the course's own code changes (never evidence)."""
+    imports: list[str] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Task:
+    """One prepared notebook to execute."""
+    id: str
+    """'<part>/<student>/<notebook>', for logs and the Dask key."""
+    notebook: str
+    """The notebook after nbgrader's sanitize steps, as nbformat JSON."""
+    files: dict[str, bytes] = field(default_factory=dict)
+    """The files beside it (relative path -> content)."""
+    limits: Limits = field(default_factory=Limits)
+    sandbox: bool = True
+    isolation: str | None = None
+    """The isolation level's name, chosen once by the coordinator (None: what the worker's host gives)."""
+    kernel_name: str = "python3"
+    jax_cache: str | None = None
+    """A warmed compilation cache, mounted read-only in the sandbox."""
+    integrity: IntegritySpec | None = None
+    """Set once the reference run is done; None runs no integrity checks."""
+
+
+@dataclass
+class Result:
+    """What became of a task. Pass or fail is not decided here: the coordinator scores the executed notebook
+    with nbgrader's own steps."""
+    id: str
+    notebook: str
+    """The executed notebook, as nbformat JSON."""
+    status: GradeStatus
+    reason: str = ""
+    seconds: float | None = None
+    worker: str = ""
+    tampering: list[str] = field(default_factory=list)
+    """Evidence that the notebook tampered with its tests (the notebook is then *tampered*)."""
+    written: dict[str, bytes] = field(default_factory=dict)
+    """Files the notebook created or changed in its folder."""
+    removed: list[str] = field(default_factory=list)
+    """Files of its folder it removed."""
+    isolation: str = ""
+    """The isolation level it ran at."""
