@@ -19,7 +19,7 @@ from jaxpath.config import Config
 from jaxpath.drift.compare import compare_chapter
 from jaxpath.drift.env import (DriftError, SideEnv, conflict_message, existing_python, parse_pins, side_requirements,
                                write_kernelspec)
-from jaxpath.drift.normalize import normalize, unrepeatable_cells, version_rule
+from jaxpath.drift.normalize import normalize, profile_cells, unrepeatable_cells, version_rule
 from jaxpath.drift.report import render_html, render_text, write_reports
 from jaxpath.drift.run import DriftResult, drift
 from jaxpath.problems import Problem
@@ -142,6 +142,15 @@ def test_in_a_cell_that_measures_time_every_measured_number_is_noise():
                "print(1.5)", "print(np.random.normal(size=3))", "rng = np.random.default_rng(0)"]
     assert unrepeatable_cells(sources) == {0, 1, 2, 4}
     assert unrepeatable_cells(sources + ["np.random.seed(0)"]) == {0, 1, 2}  # a seeded generator repeats
+
+
+def test_a_profile_is_a_recording_whose_warnings_alone_are_content():
+    a = "plugins/profile/2026_12_01_10_17_27/vm.xplane.pb 60,493 bytes\nlines ['python', 'tf_XLAEigen']"
+    b = "plugins/profile/2026_12_01_10_42_12/vm.xplane.pb 62,785 bytes\nlines ['', 'python', 'tf_XLAEigen']"
+    assert normalize(a, recording=True) == normalize(b, recording=True)
+    assert normalize(a, recording=True) != normalize(a + "\nDeprecationWarning: ProfileData.x", recording=True)
+    cells = ["with jax.profiler.trace(d):\n    f()", "print(1)", "jax.profiler.save_device_memory_profile(p)"]
+    assert profile_cells(cells) == {0, 2}
 
 
 def test_a_line_cut_to_a_fixed_width_after_a_temp_path_is_the_same_line(tmp_path):

@@ -26,6 +26,7 @@ RULES: list[tuple[str, re.Pattern, str]] = [
     # CPython's id() of an object is its address: 15 digits from 10… to 14… (<list 139843831947840>)
     ("address as id", re.compile(r"(?<![\w.])1[0-4]\d{13}(?![\w.])"), "<id>"),
     ("ipykernel pid", re.compile(r"\bipykernel_\d+\b"), "ipykernel_<pid>"),
+    ("profile run", re.compile(r"\b\d{4}_\d{2}_\d{2}_\d{2}_\d{2}_\d{2}\b"), "<date>"),
     ("date", re.compile(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?"), "<date>"),
     ("log prefix", re.compile(r"^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+\s+\S+:\d+\]", re.M), "<log>"),
     ("timing", re.compile(rf"{NUMBER}\s?{TIME_UNIT}\b"), "<time>"),
@@ -39,6 +40,9 @@ CLOCK = re.compile(r"perf_counter|\btime\.time\(|\btimeit\b|\bmonotonic\b|proces
 UNSEEDED = re.compile(r"\bnp\.random\.(?!seed\b|default_rng\(\s*\d|RandomState\(\s*\d)\w+\(|"
                       r"(?<![\w.])random\.(?:random|uniform|randint|choice|shuffle|gauss|sample)\(")
 SEEDED = re.compile(r"\bnp\.random\.seed\(|(?<![\w.])random\.seed\(")
+# a profile is a recording of one run (its events, threads, sizes and order): only its warnings are content
+PROFILE = re.compile(r"\bjax\.profiler\.(?:trace|start_trace|save_device_memory_profile)\b|\bProfileData\b")
+WARNING = re.compile(r"\b[A-Z]\w*Warning\b|\bwarn(?:s|ing|ings|ed)?\b", re.I)
 MEASUREMENT = re.compile(r"<(?:time|ratio|measured)>")
 SPACES = re.compile(r"[ \t]+")
 OPEN_PAD = re.compile(r"([(\[{]) +")
@@ -75,11 +79,17 @@ def unrepeatable_cells(sources: list[str]) -> set[int]:
         clocked |= more
 
 
-def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False) -> str:
+def profile_cells(sources: list[str]) -> set[int]:
+    """Indices of the cells that record a profile (jax.profiler.trace, start_trace, a device memory profile)."""
+    return {i for i, src in enumerate(sources) if PROFILE.search(src)}
+
+
+def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False, recording: bool = False) -> str:
     """`text` with everything that is not content replaced by placeholders (see RULES). With `timing` (the
     output of an unrepeatable cell: it measures time or draws unseeded random numbers), every non-integer
     number and every ratio is a measurement too, and a line that shows a measurement is one as a whole (which
-    of two timings won is a measurement, not content).
+    of two timings won is a measurement, not content). With `recording` (a cell that records a profile), only
+    the lines about a warning are kept.
     Runs of spaces count as one (alignment padding changes with the width of a number)."""
     # A traceback printed by a library (jax logs one when a callback fails): its frames are the library's
     # implementation, its last line (the exception) is content.
@@ -92,4 +102,6 @@ def normalize(text: str, versions: re.Pattern | None = None, timing: bool = Fals
     if timing:
         lines = [MEASURED.sub("<measured>", line) for line in lines]
         lines = ["<measurement>" if MEASUREMENT.search(line) else line for line in lines]
+    if recording:
+        lines = [line for line in lines if WARNING.search(line)] + ["<recording>"]
     return "\n".join(OPEN_PAD.sub(r"\1", SPACES.sub(" ", line)) for line in lines)

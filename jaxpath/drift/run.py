@@ -138,9 +138,10 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
     chs = {cid: _load(config, cid) for cid in ids}
     # the pinned outputs compared with: build/executed/ when current (copied into build/drift/pinned/, so that
     # --compare-only compares with the same ones while `make` rewrites build/), else executed again there
-    pinned = {cid: None if compare_only else pinned_build(config, chs[cid]) for cid in ids}
+    earlier = {cid for cid in ids if compare_only and _problems_path(out_root / "pinned" / f"{cid}.ipynb").exists()}
+    pinned = {cid: None if cid in earlier else pinned_build(config, chs[cid]) for cid in ids}
     for cid, nb in pinned.items():
-        if nb is not None:
+        if nb is not None and not compare_only:
             path = out_root / "pinned" / f"{cid}.ipynb"
             write_atomic(path, nbformat.writes(nb))
             write_atomic(_problems_path(path), json.dumps({"seconds": 0.0, "problems": [], "from": "build/executed"}))
