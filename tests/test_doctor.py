@@ -16,7 +16,8 @@ from jaxpath.grade.isolation import probe
 
 import as_user
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="isolation is Linux's")
+pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="isolation is Linux's"),
+              pytest.mark.slow]  # each starts the CLI (imports jaxpath and nbgrader: seconds each)
 JAXPATH = str(Path(sys.executable).with_name("jaxpath"))
 BWRAP = shutil.which("bwrap")
 # What this machine is, read independently of the probe: root; cgroup v1 memory and pids directories.

@@ -152,12 +152,12 @@ def corpus(request, tmp_path_factory):
     after = tree_hash(root)
     fb = feedback(Config.load(root), hostile_corpus.PART)
     statuses = {(s.student, s.notebook): s for s in results}
+    print(f"\ncorpus at {level}: {len(cases)} cases, {len(results)} notebooks graded in {seconds:.1f} s")
+    for (student, nb), st in sorted(statuses.items()):
+        print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score}  {st.isolation}  {st.reason[:150]}")
     for st in statuses.values():  # every notebook that ran says the level it ran at
         assert st.isolation in (level, "", None), st
     assert any(st.isolation == level for st in statuses.values())
-    print(f"\ncorpus at {level}: {len(cases)} cases, {len(results)} notebooks graded in {seconds:.1f} s")
-    for (student, nb), st in sorted(statuses.items()):
-        print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score}  {st.reason[:150]}")
     return root, (src, rel), cases, statuses, before, after, fb, level
 
 
