@@ -21,6 +21,9 @@ RULES: list[tuple[str, re.Pattern, str]] = [
     ("stdlib", re.compile(r"(?:/[\w.+-]+)+/lib/python3\.\d+/(?!<)"), "<stdlib>/"),
     ("temp path", re.compile(r"/(?:tmp|var/tmp|dev/shm)/[\w.@%+-]+"), "<tmp>"),
     ("cache path", re.compile(r"(?:/[\w.+-]+)*/\.cache/[\w./+-]+"), "<cache>"),
+    # any other absolute path depends on where the course was cloned and where Python lives (and a chapter may
+    # cut one short: "(/work/main/.venv/lib ..."): never content
+    ("absolute path", re.compile(r"(?<![\w.>)\]:/])/(?:[\w.+@~-]+/)+[\w.+@~-]*"), "<path>"),
     ("address", re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "0x…"),
     ("object id", re.compile(r"\b(id|pid|uid|tid|thread|process)([=: (]+)\d{5,}\b"), r"\1\2<id>"),
     # CPython's id() of an object is its address: 15 digits from 10… to 14… (<list 139843831947840>)
