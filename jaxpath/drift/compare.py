@@ -115,7 +115,7 @@ def _claim(cells: list, index: int) -> str:
     return ""
 
 
-VARIABLE = re.compile(r"<(?:cell|tmp|site-packages|stdlib|cache|id|pid)>|0x…|ipykernel_<pid>")
+VARIABLE = re.compile(r"<(?:cell|tmp|site-packages|stdlib|path|id|pid)>|0x…|ipykernel_<pid>")
 
 
 def _cut_alike(x: str, y: str) -> bool:

@@ -20,7 +20,6 @@ RULES: list[tuple[str, re.Pattern, str]] = [
     ("site-packages", re.compile(r"(?:[\w.~+-]*/)+(?:site|dist)-packages/"), "<site-packages>/"),
     ("stdlib", re.compile(r"(?:/[\w.+-]+)+/lib/python3\.\d+/(?!<)"), "<stdlib>/"),
     ("temp path", re.compile(r"/(?:tmp|var/tmp|dev/shm)/[\w.@%+-]+"), "<tmp>"),
-    ("cache path", re.compile(r"(?:/[\w.+-]+)*/\.cache/[\w./+-]+"), "<cache>"),
     # any other absolute path depends on where the course was cloned and where Python lives (and a chapter may
     # cut one short: "(/work/main/.venv/lib ..."): never content
     ("absolute path", re.compile(r"(?<![\w.>)\]:/])/(?:[\w.+@~-]+/)+[\w.+@~-]*"), "<path>"),
