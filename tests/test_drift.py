@@ -19,7 +19,7 @@ from jaxpath.config import Config
 from jaxpath.drift.compare import compare_chapter
 from jaxpath.drift.env import (DriftError, SideEnv, conflict_message, existing_python, parse_pins, side_requirements,
                                write_kernelspec)
-from jaxpath.drift.normalize import normalize, profile_cells, unrepeatable_cells, version_rule
+from jaxpath.drift.normalize import normalize, profile_cells, serializing_cells, unrepeatable_cells, version_rule
 from jaxpath.drift.report import render_html, render_text, write_reports
 from jaxpath.drift.run import DriftResult, drift
 from jaxpath.problems import Problem
@@ -146,6 +146,15 @@ def test_in_a_cell_that_measures_time_every_measured_number_is_noise():
                "print(1.5)", "print(np.random.normal(size=3))", "rng = np.random.default_rng(0)"]
     assert unrepeatable_cells(sources) == {0, 1, 2, 4}
     assert unrepeatable_cells(sources + ["np.random.seed(0)"]) == {0, 1, 2}  # a seeded generator repeats
+
+
+def test_the_size_of_a_serialized_program_counts_to_its_order_of_magnitude():
+    a = "baked in: 264,880 bytes | as input: 2,832 bytes | 2996 bytes written | 512 bytes | float32[8,256] | 7,540 vs 2,996"
+    b = "baked in: 265,164 bytes | as input: 3,116 bytes | 3280 bytes written | 512 bytes | float32[8,256] | 8,108 vs 3,280"
+    assert normalize(a, sizes=True) == normalize(b, sizes=True)
+    assert normalize(a, sizes=True) != normalize(a.replace("264,880", "2,880"), sizes=True)  # constants not baked in
+    assert normalize(a) != normalize(b)  # elsewhere a byte count is content
+    assert serializing_cells(["exp = export.export(jax.jit(f))(x)\nlen(exp.serialize())", "x.nbytes"]) == {0}
 
 
 def test_a_profile_is_a_recording_whose_warnings_alone_are_content():

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ..chapter import INTENDED_ERROR, Chapter, is_answer, is_test, tags
 from ..problems import Problem
-from .normalize import WARNING, normalize, profile_cells, unrepeatable_cells
+from .normalize import WARNING, normalize, profile_cells, serializing_cells, unrepeatable_cells
 
 SEVERITY = {1: "cells that start or stop raising", 2: "exercises that no longer tell right from wrong",
             3: "changed outputs", 4: "new, vanished or changed warnings"}
@@ -58,7 +58,8 @@ def strip_stamp(nb) -> list:
     return [c for c in nb.cells if STAMP_TAG not in tags(c)]
 
 
-def output_text(cell, versions=None, timing: bool = False, recording: bool = False) -> tuple[str, bool, str]:
+def output_text(cell, versions=None, timing: bool = False, recording: bool = False,
+                sizes: bool = False) -> tuple[str, bool, str]:
     """(the cell's outputs as normalised text, whether it raised, the error as 'Name: first line')."""
     parts, raised, error = [], False, ""
     for out in cell.get("outputs", []):
@@ -83,7 +84,7 @@ def output_text(cell, versions=None, timing: bool = False, recording: bool = Fal
             first = (out.get("evalue") or "").strip()
             error = f"{out.get('ename', '')}: {first.splitlines()[0] if first else ''}".strip(": ")
             parts.append(f"{out.get('ename', '')}: {first}\n")
-    return normalize("".join(parts), versions, timing, recording), raised, normalize(error, versions)
+    return normalize("".join(parts), versions, timing, recording, sizes), raised, normalize(error, versions)
 
 
 def _paragraph(cells: list, index: int) -> str:
@@ -198,13 +199,14 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
     dead = [p.cell for p in side_problems if problem_kind(p)[1] == "kernel died" and p.cell is not None]
     last = min(dead) if dead else len(cells)
     sources = [c.source if c.cell_type == "code" else "" for c in cells]
-    timed, profiled = unrepeatable_cells(sources), profile_cells(sources)
+    timed, profiled, serialized = unrepeatable_cells(sources), profile_cells(sources), serializing_cells(sources)
     for i, cell in enumerate(cells):
         if cell.cell_type != "code" or i >= len(a) or i >= len(b) or i >= last:
             continue
         timing = i in timed or any("<time>" in output_text(c, versions)[0] for c in (a[i], b[i]))
-        old, old_raised, old_err = output_text(a[i], versions, timing, i in profiled)
-        new, new_raised, new_err = output_text(b[i], versions, timing, i in profiled)
+        modes = (timing, i in profiled, i in serialized)
+        old, old_raised, old_err = output_text(a[i], versions, *modes)
+        new, new_raised, new_err = output_text(b[i], versions, *modes)
         hunks = _hunks(old, new) if old != new else []
         content = "\n".join([l for warn, h in hunks if not warn for l in h + ["…"]][:-1])
         warning = "\n".join([l for warn, h in hunks if warn for l in h + ["…"]][:-1])

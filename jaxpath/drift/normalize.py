@@ -44,6 +44,11 @@ UNSEEDED = re.compile(r"\bnp\.random\.(?!seed\b|default_rng\(\s*\d|RandomState\(
 SEEDED = re.compile(r"\bnp\.random\.seed\(|(?<![\w.])random\.seed\(")
 # a profile is a recording of one run (its events, threads, sizes and order): only its warnings are content
 PROFILE = re.compile(r"\bjax\.profiler\.(?:trace|start_trace|save_device_memory_profile)\b|\bProfileData\b")
+# a serialized or compiled program carries the source locations of its operations (file paths, which differ
+# with the pid in ipykernel's cell files and with where the packages are installed): its size in bytes is
+# content only to its order of magnitude (as is every count of 1000 or more that such a cell prints: sizes)
+SERIALIZES = re.compile(r"\.serialize\(|\.compile\(|\bexport\.export\b|\bjax\.export\b|\.as_text\(")
+BYTES = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d{4,})(?![\w]|[.,]\d)()")
 WARNING = re.compile(r"\b[A-Z]\w*Warning\b|\bwarn(?:s|ing|ings|ed)?\b", re.I)
 MEASUREMENT = re.compile(r"<(?:time|ratio|measured)>")
 SPACES = re.compile(r"[ \t]+")
@@ -86,12 +91,24 @@ def profile_cells(sources: list[str]) -> set[int]:
     return {i for i, src in enumerate(sources) if PROFILE.search(src)}
 
 
-def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False, recording: bool = False) -> str:
+def serializing_cells(sources: list[str]) -> set[int]:
+    """Indices of the cells that serialize or compile a program (jax.export, .serialize(), .compile())."""
+    return {i for i, src in enumerate(sources) if SERIALIZES.search(src)}
+
+
+def _magnitude(m: re.Match) -> str:
+    n = int(m.group(1).replace(",", ""))
+    return f"~1e{len(str(n)) - 1}{m.group(2)}" if n >= 1000 else m.group(0)
+
+
+def normalize(text: str, versions: re.Pattern | None = None, timing: bool = False, recording: bool = False,
+              sizes: bool = False) -> str:
     """`text` with everything that is not content replaced by placeholders (see RULES). With `timing` (the
     output of an unrepeatable cell: it measures time or draws unseeded random numbers), every non-integer
     number and every ratio is a measurement too, and a line that shows a measurement is one as a whole (which
     of two timings won is a measurement, not content). With `recording` (a cell that records a profile), only
-    the lines about a warning are kept.
+    the lines about a warning are kept. With `sizes` (a cell that serializes or compiles a program), a number
+    of 1000 or more (a size in bytes) is kept as its order of magnitude.
     Runs of spaces count as one (alignment padding changes with the width of a number)."""
     # A traceback printed by a library (jax logs one when a callback fails): its frames are the library's
     # implementation, its last line (the exception) is content.
@@ -104,6 +121,8 @@ def normalize(text: str, versions: re.Pattern | None = None, timing: bool = Fals
     if timing:
         lines = [MEASURED.sub("<measured>", line) for line in lines]
         lines = ["<measurement>" if MEASUREMENT.search(line) else line for line in lines]
+    if sizes:
+        lines = [BYTES.sub(_magnitude, line) for line in lines]
     if recording:
         lines = [line for line in lines if WARNING.search(line)] + ["<recording>"]
     return "\n".join(OPEN_PAD.sub(r"\1", SPACES.sub(" ", line)) for line in lines)
