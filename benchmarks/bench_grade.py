@@ -4,14 +4,13 @@ Prints the wall time of each, the ratio, each one's time per notebook above the 
 time, and checks that both gave identical scores cell by cell. A benchmark, not a test: these machines
 are noisy, so compare numbers from one run only.
 
-    .venv/bin/python benchmarks/bench_grade.py [--students 12] [--workers 2]
+    .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class] [--workers 2] [--times]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -50,20 +49,27 @@ def own_time(path: Path) -> float:
     return time.perf_counter() - t0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--students", type=int, default=12)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
-    args = ap.parse_args()
-    config = Config.load(ROOT)
-    dest = config.build / "bench-grade"
-    sample = make_sample_class(config, dest)
+SCENARIOS = {
+    # name: (students, chapters, kinds of answers in turn)
+    "1 cold": (1, SAMPLE_CHAPTERS[:1], ["correct"]),
+    "8 cold": (8, SAMPLE_CHAPTERS[:1], ["correct", "stub"]),
+    "class": (12, SAMPLE_CHAPTERS, ["correct", "partly_wrong", "stub"]),
+}
+"""Each scenario starts from a course never graded (no saved reference run, no compilation cache): 1 cold is one
+submission; 8 cold, eight submissions of one chapter, half correct and half stubs; class, 12 students x 2 chapters
+(the batch the course has measured since the start)."""
+
+
+def run_scenario(config: Config, name: str, workers: int, times: bool) -> tuple[float, float, bool, int]:
+    """(nbgrader seconds, jaxpath seconds, identical scores, notebooks) for one scenario, side by side."""
+    students, chapters, kinds = SCENARIOS[name]
+    dest = config.build / "bench-grade" / name.replace(" ", "-")
+    sample = make_sample_class(config, dest, chapters)
     shutil.rmtree(dest / "submitted")
     part = sample.part
-    kinds = ["correct", "partly_wrong", "stub"]
-    for n in range(args.students):
+    for n in range(students):
         kind = kinds[n % len(kinds)]
-        for cid in SAMPLE_CHAPTERS:
+        for cid in chapters:
             stem = cid.split("/")[1]
             src = nbformat.read(config.source / f"{cid}.ipynb", as_version=4)
             rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)
@@ -71,15 +77,6 @@ def main() -> int:
             answers = {"correct": ok, "stub": {}, "partly_wrong": {k: v for i, (k, v) in enumerate(ok.items()) if i % 2}}
             submit(dest, f"s{n:02d}_{kind}", part, stem, submission(rel, answers[kind]))
     notebooks = sorted((dest / "submitted").rglob("*.ipynb"))
-    print(f"batch: {args.students} students x {len(SAMPLE_CHAPTERS)} chapters = {len(notebooks)} notebooks; "
-          f"{os.cpu_count()} cores; workers={args.workers}", flush=True)
-
-    own_time(notebooks[0])  # once, untimed: the OS file cache holds the stack afterwards, as in both graders
-    own = [own_time(p) for p in notebooks[: 2 * len(SAMPLE_CHAPTERS)]]
-    own_mean = statistics.mean(own)
-    print(f"own execution time of one notebook (plain nbclient, no grader, no compilation cache): "
-          f"{', '.join(f'{t:.1f}' for t in own)} s, mean {own_mean:.1f} s", flush=True)
-
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     nb_db = f"sqlite:///{dest / 'nbgrader-bench.db'}"
     subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={nb_db}"],
@@ -89,32 +86,41 @@ def main() -> int:
                     "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
                    capture_output=True)
     t_nbgrader = time.perf_counter() - t0
-    print(f"nbgrader autograde: {t_nbgrader:.1f} s", flush=True)
-
-    shutil.rmtree(config.build / "bench-grade" / "build" / "jax-cache", ignore_errors=True)
+    for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
+        shutil.rmtree(dest / "build" / d, ignore_errors=True)
     t0 = time.perf_counter()
-    report = grade(Config.load(dest), part, workers=args.workers, force=True, sandbox=sandbox_problem() is None)
+    report = grade(Config.load(dest), part, workers=workers, force=True, sandbox=sandbox_problem() is None)
     t_jaxpath = time.perf_counter() - t0
-    print(f"jaxpath grade ({args.workers} workers, sandbox={sandbox_problem() is None}, compile cache warmed "
-          f"in the run): {t_jaxpath:.1f} s", flush=True)
+    same = scores(nb_db, part) == scores(Config.load(dest).db_url, part)
+    print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
+          f"{t_nbgrader / t_jaxpath:5.2f}x   identical scores: {same}", flush=True)
+    if times:
+        from rich.console import Console
 
-    a, b = scores(nb_db, part), scores(Config.load(dest).db_url, part)
-    same = a == b
-    n = len(notebooks)
-    print()
-    print(f"{'':34}{'nbgrader':>12}{'jaxpath':>12}")
-    print(f"{'wall time (s)':34}{t_nbgrader:12.1f}{t_jaxpath:12.1f}")
-    print(f"{'wall time per notebook (s)':34}{t_nbgrader / n:12.2f}{t_jaxpath / n:12.2f}")
-    print(f"{'core-seconds per notebook':34}{t_nbgrader / n:12.2f}{t_jaxpath * args.workers / n:12.2f}")
-    print(f"{'  above own execution time (s)':34}{t_nbgrader / n - own_mean:12.2f}"
-          f"{t_jaxpath * args.workers / n - own_mean:12.2f}")
-    print("(nbgrader runs one notebook at a time; jaxpath's core-seconds count every worker for the whole run, "
-          "cluster start and cache warm-up included)")
-    print(f"speed-up: {t_nbgrader / t_jaxpath:.2f}x   identical scores cell by cell: {same} ({len(a)} cells)")
-    if not same:
-        diff = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
-        print("differences:", diff)
-    return 0 if same else 1
+        from jaxpath.cli.grade import times_table
+
+        Console(width=100).print(times_table(report))
+    return t_nbgrader, t_jaxpath, same, len(notebooks)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--scenario", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS))
+    ap.add_argument("--times", action="store_true", help="print where jaxpath's seconds went in each scenario")
+    args = ap.parse_args()
+    config = Config.load(ROOT)
+    print(f"{os.cpu_count()} cores; workers={args.workers}; sandbox={sandbox_problem() is None}", flush=True)
+    nb0 = config.source / f"{SAMPLE_CHAPTERS[0]}.ipynb"
+    own_time(nb0)  # once, untimed: the OS file cache holds the stack afterwards, as in both graders
+    own = [own_time(nb0) for _ in range(2)]
+    print(f"own execution time of {SAMPLE_CHAPTERS[0]} (plain nbclient, no grader, no compilation cache): "
+          f"{', '.join(f'{t:.1f}' for t in own)} s", flush=True)
+    ok = True
+    for name in args.scenario:
+        _, _, same, _ = run_scenario(config, name, args.workers, args.times)
+        ok &= same
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

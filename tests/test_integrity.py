@@ -74,3 +74,47 @@ def test_output_is_capped_per_cell(tmp_path):
     assert out.ok
     text = "".join(o.get("text", "") for o in nb.cells[0].outputs)
     assert 1.5 * 2**20 < len(text) < 3 * 2**20 and "output past 2 MB was dropped" in text
+
+
+def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_gives(tmp_path):
+    """A task sent before the reference run is done brings its probes back unjudged (a deferred spec) and the
+    coordinator settles them later: the evidence and the NotCounted outputs must be exactly the ones the
+    worker gives when the reference run came first."""
+    from pathlib import Path
+
+    from jaxpath.cells import is_answer
+    from jaxpath.grade.reference import run_reference
+    from jaxpath.grade.tasks import IntegritySpec, Task
+    from jaxpath.grade.worker import run_task
+
+    source = Path(__file__).resolve().parents[1] / "source" / "basics" / "01_introduction.ipynb"
+    ref = run_reference(source, store=tmp_path / "ref", grader_version="test", cell_timeout=120)
+    assert ref.names, "the reference run recorded no test names"
+    nb = nbformat.read(source, as_version=4)
+    first = next(i for i, c in enumerate(nb.cells) if is_answer(c))
+    nb.cells.insert(first, nbformat.v4.new_code_cell(
+        "import types, jax.numpy, numpy.testing as npt\n"
+        "jnp = types.SimpleNamespace(**{k: getattr(jax.numpy, k) for k in dir(jax.numpy) if not k.startswith('__')})\n"
+        "jnp.allclose = lambda *a, **k: True\njnp.array_equal = lambda *a, **k: True\n"
+        "npt.assert_allclose = lambda *a, **k: None"))
+    text = nbformat.writes(nb)
+
+    def run(spec):
+        return run_task(Task("t/s/01", text, sandbox=False, integrity=spec))
+
+    now = run(IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots))
+    names = {gid: dict.fromkeys(ns, "") for gid, ns in I.static_names(nbformat.read(source, as_version=4)).items()}
+    assert {g: sorted(n) for g, n in names.items()} == {g: sorted(n) for g, n in ref.names.items()}
+    later = run(IntegritySpec(names, [], ref.imports, ref.roots, deferred=True))
+    assert not now.probes and later.probes, "only the deferred run leaves probes to judge"
+    executed = nbformat.reads(later.notebook, as_version=4)
+    evidence = I.settle_probes(executed, later.probes, later.tampering, ref)
+    assert evidence and evidence == now.tampering
+
+    def errors(nb_json_or_nb):
+        nb_ = nbformat.reads(nb_json_or_nb, as_version=4) if isinstance(nb_json_or_nb, str) else nb_json_or_nb
+        return [[(o.get("ename"), o.get("evalue")) for o in c.get("outputs", []) if o.get("output_type") == "error"]
+                for c in nb_.cells if c.cell_type == "code"]
+
+    assert errors(executed) == errors(now.notebook)
+    assert any(e[0] == "NotCounted" for cell in errors(executed) for e in cell), "the tampering paid nowhere?"

@@ -31,6 +31,8 @@ def register(sub, parents) -> None:
                    help="seconds to wait while another process holds the gradebook locked, then stop with an error")
     p.add_argument("--no-compile-cache", action="store_true",
                    help="do not warm a shared (read-only) JAX compilation cache with the reference solutions")
+    p.add_argument("--times", action="store_true",
+                   help="print where the seconds went: cluster start, reference run, and per notebook")
     p.set_defaults(func=run)
 
 
@@ -87,4 +89,23 @@ def run(args, config: Config) -> int:
     console.print(table)
     counts = report.by_status()
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to grade")
+    if args.times:
+        console.print(times_table(report))
     return 0
+
+
+def times_table(report) -> Table:
+    """Where a batch's seconds went: the coordinator's steps (cluster start and the reference run overlap the
+    others), then the mean per executed notebook on the workers."""
+    table = Table(title=f"where {report.seconds:.1f} s went")
+    table.add_column("step")
+    table.add_column("seconds", justify="right")
+    for name in ("cluster start", "prepare", "reference run", "grading", "record"):
+        if name in report.times:
+            table.add_row(name, f"{report.times[name]:.1f}")
+    runs = report.worker_times
+    if runs:
+        steps = list(dict.fromkeys(k for t in runs for k in t))
+        for name in steps:
+            table.add_row(f"  per notebook: {name}", f"{sum(t.get(name, 0.0) for t in runs) / len(runs):.2f}")
+    return table

@@ -3,12 +3,14 @@ execution to Dask workers, and record what comes back. It is the only writer of 
 gradebook."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -26,7 +28,7 @@ from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, host_level
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .dispatch import dispatch, gradebook_call
+from .dispatch import connect, disconnect, dispatch, gradebook_call
 from .pipeline import prepare_steps, record_steps
 
 GRADER_VERSION = "jaxpath-grade-3"
@@ -59,6 +61,11 @@ class GradeReport:
     seconds: float = 0.0
     isolation: str = ""
     """The isolation level the batch ran at (jaxpath.grade.isolation.Level.name)."""
+    times: dict[str, float] = field(default_factory=dict)
+    """Where the batch's seconds went on the coordinator: cluster start, prepare, reference run, grading
+    (dispatch to the last result), record. Cluster start and the reference run overlap the others."""
+    worker_times: list[dict[str, float]] = field(default_factory=list)
+    """Per executed notebook, where the worker's seconds went (sandbox, kernel start, import jax, ...)."""
 
     def by_status(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -304,9 +311,20 @@ class Coordinator:
                               store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
                               cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, workers=workers)
 
+    def static_spec(self, name: str) -> IntegritySpec:
+        """The integrity checks a task can run before the reference run of its notebook is done: the prelude
+        (the notebook's imports) and the names each test's probe fingerprints, judged later."""
+        path = Path(self.coursedir.root) / self.coursedir.source_directory / self.part / f"{name}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        ref = integrity.Reference(imports=integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code"))
+        names = {gid: dict.fromkeys(ns, "") for gid, ns in integrity.static_names(nb).items()}
+        return IntegritySpec(names, [], ref.imports, ref.roots, deferred=True)
+
     # -- record what a worker returned ----------------------------------------------------------------
-    def record(self, job: Job, result: Result) -> Status:
+    def record(self, job: Job, result: Result, ref: integrity.Reference | None = None) -> Status:
         nb = nbformat.reads(result.notebook, as_version=4)
+        if result.probes:  # sent before the reference run was done: its probes are judged now
+            result.tampering = integrity.settle_probes(nb, result.probes, result.tampering, ref or integrity.Reference())
         resources = self._resources(job)
         for pp in record_steps(self.nbcfg):
             nb, resources = pp.preprocess(nb, resources)
@@ -349,11 +367,18 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
           sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True, isolation: str | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[Status], None] | None = None, lock_timeout: float = 120.0) -> GradeReport:
-    """Grade every submission of `part` (or the chosen students / notebooks) and record the results."""
+    """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
+
+    The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
+    the batch can use), and the reference run goes on, on a slot of its own, while the workers grade. A task
+    sent before the reference run is done runs without the warmed cache and brings its integrity probes
+    back unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
+    verdict rests on incomplete calibration."""
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
     # The warmed compilation cache is a folder on this machine: used with the local cluster only.
     cache = config.build / "jax-cache" / part if compile_cache and not scheduler else None
+
     def call(fn, *args, what):
         return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
 
@@ -365,26 +390,76 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                                 what="reading what was graded before")
     if on_start:
         on_start(len(todo), len(report.skipped))
-    runnable = []
-    for job in todo:
-        call(coord.prepare, job, what=f"preparing {job.student}/{part}/{job.notebook}.ipynb")
-        if job.status is not None:
-            report.results.append(call(coord.settle, job, what=f"recording {job.student}/{part}/{job.notebook}.ipynb"))
-            if on_result:
-                on_result(job.status)
-        else:
-            runnable.append(job)
-    if runnable:
-        refs = coord.references({job.notebook for job in runnable}, workers=workers or os.cpu_count() or 1)
-        for job in runnable:
-            ref = refs.get(job.notebook, integrity.Reference())
-            job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
-    if runnable:
-        for job, result in dispatch(runnable, workers=workers, scheduler=scheduler):
-            st = call(coord.record, job, result, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
-            report.results.append(st)
-            if on_result:
-                on_result(st)
-    coord.store.dispose()
+    times = report.times
+    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxpath-grade")
+    connection = refs = None
+    try:
+        if todo:
+            n = workers or max(1, os.cpu_count() or 1)
+            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler)
+        runnable = []
+        for job in todo:
+            with _timer(times, "prepare"):
+                call(coord.prepare, job, what=f"preparing {job.student}/{part}/{job.notebook}.ipynb")
+            if job.status is not None:
+                report.results.append(call(coord.settle, job, what=f"recording {job.student}/{part}/{job.notebook}.ipynb"))
+                if on_result:
+                    on_result(job.status)
+            else:
+                runnable.append(job)
+        if runnable:
+            names = {job.notebook for job in runnable}
+            refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
+            deferred = {name: coord.static_spec(name) for name in names}
+
+            def make_task(job: Job) -> Task:
+                if refs.done():
+                    ref = refs.result().get(job.notebook, integrity.Reference())
+                    job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
+                else:
+                    job.task.integrity, job.task.jax_cache = deferred[job.notebook], None
+                return job.task
+
+            def record(job: Job, result: Result) -> None:
+                ref = refs.result().get(job.notebook, integrity.Reference()) if result.probes else None
+                with _timer(times, "record"):
+                    st = call(coord.record, job, result, ref, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
+                report.results.append(st)
+                report.worker_times.append(result.times)
+                if on_result:
+                    on_result(st)
+
+            client, _ = connection.result()
+            waiting: list[tuple[Job, Result]] = []  # unjudged probes, until the reference run is done
+            with _timer(times, "grading"):
+                for job, result in dispatch(runnable, client, make_task):
+                    waiting.append((job, result))
+                    ready = refs.done()
+                    for item in [w for w in waiting if ready or not w[1].probes]:
+                        waiting.remove(item)
+                        record(*item)
+                refs.result()
+                for item in waiting:
+                    record(*item)
+    finally:
+        if connection is not None:
+            with contextlib.suppress(Exception):
+                disconnect(*connection.result())
+        background.shutdown(wait=True, cancel_futures=True)
+        coord.store.dispose()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _timed(times: dict[str, float], name: str, fn, *args, **kw):
+    with _timer(times, name):
+        return fn(*args, **kw)
+
+
+@contextlib.contextmanager
+def _timer(times: dict[str, float], name: str):
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        times[name] = times.get(name, 0.0) + time.perf_counter() - t

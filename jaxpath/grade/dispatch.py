@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import nbformat
 
 from ..errors import GradeError
 from .statuses import GradeStatus
-from .tasks import Result
+from .tasks import Result, Task
 from .worker import run_task
 
 if TYPE_CHECKING:
@@ -56,37 +55,53 @@ def gradebook_call(fn, *args, lock_timeout: float, what: str):
             raise
 
 
-def dispatch(jobs: list[Job], *, workers: int | None, scheduler: str | None):
-    """Run the tasks on Dask workers; yield (job, result) as each finishes."""
-    from distributed import Client, LocalCluster, as_completed
+def connect(workers: int, scheduler: str | None = None):
+    """(client, cluster): a Dask client of an existing scheduler (cluster None), or of a local cluster of
+    `workers` single-threaded processes."""
+    from distributed import Client, LocalCluster
 
     if scheduler:
-        client, cluster = Client(scheduler, timeout="30s"), None
-    else:
-        n = workers or max(1, os.cpu_count() or 1)
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-        client = Client(cluster)
-    try:
-        by_key = {}
-        futures = []
-        for job in jobs:
-            fut = client.submit(run_task, job.task, key=f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-"
-                                f"{time.time_ns()}", pure=False, retries=0)
-            by_key[fut.key] = job
-            futures.append(fut)
-        for fut in as_completed(futures):
-            job = by_key[fut.key]
-            try:
-                result = fut.result()
-            except Exception as e:
-                why = f"the worker failed: {type(e).__name__}: {str(e)[:300]}"
-                result = Result(job.task.id, _all_not_run(job.task.notebook, why), GradeStatus.CRASHED, why)
-            yield job, result
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        return Client(scheduler, timeout="30s"), None
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                           silence_logs=logging.ERROR)
+    return Client(cluster), cluster
+
+
+def disconnect(client, cluster) -> None:
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task]) -> Iterator[tuple[Job, Result]]:
+    """Run the jobs' tasks on the client's workers; yield (job, result) as each finishes.
+
+    A task is made (`make_task(job)`) only when it is sent, and no more are in flight than the workers have
+    threads: a task sent after the reference run finished carries its calibration and the warmed cache."""
+    from distributed import as_completed
+
+    waiting = list(jobs)
+    by_key: dict[str, Job] = {}
+    slots = max(1, sum(client.nthreads().values()) or 1)
+
+    def send(job: Job):
+        job.task = make_task(job)
+        key = f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-{time.time_ns()}"
+        fut = client.submit(run_task, job.task, key=key, pure=False, retries=0)
+        by_key[fut.key] = job
+        return fut
+
+    running = as_completed([send(waiting.pop(0)) for _ in range(min(slots, len(waiting)))])
+    for fut in running:
+        job = by_key.pop(fut.key)
+        if waiting:  # keep the workers busy while the coordinator records
+            running.add(send(waiting.pop(0)))
+        try:
+            result = fut.result()
+        except Exception as e:
+            why = f"the worker failed: {type(e).__name__}: {str(e)[:300]}"
+            result = Result(job.task.id, _all_not_run(job.task.notebook, why), GradeStatus.CRASHED, why)
+        yield job, result
 
 
 def _all_not_run(nb_json: str, why: str) -> str:

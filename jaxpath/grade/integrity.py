@@ -158,6 +158,77 @@ def answer_names(answer_sources) -> set[str]:
     return names
 
 
+def static_names(nb) -> dict[str, list[str]]:
+    """grade_id -> the names its test cell reads that the student is not asked to define: what a probe
+    fingerprints (the same rule as the reference run's, without running anything)."""
+    from ..cells import grade_id, is_answer, is_test
+
+    answers = answer_names(c.source for c in nb.cells if is_answer(c))
+    return {grade_id(c): sorted(relied_on(c.source, answers)) for c in nb.cells if is_test(c)}
+
+
+def expected(names: dict[str, str]) -> dict[str, str]:
+    """Of a test's reference fingerprints, those a submission must match: a name the course leaves undefined
+    at this test (its answer cell is a stub, or the reference never binds it) can only have been bound by
+    the student's code, so it is theirs, whatever it holds."""
+    return {n: fp for n, fp in names.items() if fp != UNDEFINED}
+
+
+def judge(data: dict, digest, expect: dict[str, str], ignore=()) -> list[str]:
+    """What one probe's answer holds against the reference: [] when the test machinery is intact."""
+    problems = []
+    if data.get("digest") != digest:
+        problems.append("the grader's record of the test machinery was altered")
+    skip = set(ignore)
+    shown = sorted({c for c in data.get("changed", []) if c not in skip})
+    if shown:
+        problems.append("changed: " + ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else ""))
+    got = data.get("names", {})
+    renamed = [n for n, fp in sorted(expect.items()) if got.get(n) != fp]
+    if renamed:
+        problems.append("names this test relies on are rebound: " + ", ".join(
+            f"{n} is {got.get(n, '?')}, expected {expect[n]}" for n in renamed[:4]))
+    return problems
+
+
+def verdict(cell, label: str, passed: bool, problems: list[str]) -> str | None:
+    """The evidence line for a probe's problems (None when there are none); a pass they make void gets a
+    NotCounted error output, so nbgrader scores the test as failed."""
+    if not problems:
+        return None
+    if passed:
+        why = "the pass is not counted, the test machinery was tampered with: " + "; ".join(problems)
+        cell.outputs.append(not_counted(why))
+        return f"{label}: {why}"
+    return f"{label}: failed, and the test machinery was tampered with: " + "; ".join(problems)
+
+
+def not_counted(why: str):
+    import nbformat
+
+    return nbformat.v4.new_output("error", ename="NotCounted", evalue=why, traceback=[f"NotCounted: {why}"])
+
+
+def settle_probes(nb, probes: list[dict], evidence: list[str], ref: "Reference") -> list[str]:
+    """Judge the probes a worker brought back unjudged (it ran before the reference run was done) exactly as
+    the worker would have: a void pass gets its NotCounted output in `nb`; returns all evidence, in cell order."""
+    found = list(evidence)
+    for p in probes:
+        problems = judge(p["data"], p["digest"], expected(ref.names.get(p["gid"], {})), ref.ignore)
+        line = verdict(nb.cells[p["cell"]], f"cell {p['cell'] + 1} ({p['gid']})", p["passed"], problems)
+        if line:
+            found.append(line)
+    return evidence_order(found)
+
+
+def evidence_order(lines: list[str]) -> list[str]:
+    """Evidence lines ('cell N (grade id): ...') in cell order, whichever side found them."""
+    def cell(line: str) -> int:
+        head = line.split(" ", 2)
+        return int(head[1]) if len(head) > 1 and head[0] == "cell" and head[1].isdigit() else 0
+    return sorted(lines, key=cell)
+
+
 @dataclass
 class Reference:
     """What the reference run of one notebook established."""

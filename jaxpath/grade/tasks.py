@@ -19,6 +19,9 @@ class IntegritySpec:
     """Watched things the course's own code changes (never evidence)."""
     imports: list[str] = field(default_factory=list)
     roots: list[str] = field(default_factory=list)
+    deferred: bool = False
+    """The reference run was not done when the task left: `names` holds the names to fingerprint (values
+    empty), and the worker returns each probe's answer for the coordinator to judge once it is."""
 
 
 @dataclass
@@ -60,3 +63,7 @@ class Result:
     """Files of its folder it removed."""
     isolation: str = ""
     """The isolation level it ran at."""
+    probes: list[dict] = field(default_factory=list)
+    """With a deferred integrity spec: per test cell, {"cell", "gid", "passed", "data", "digest"} to judge."""
+    times: dict[str, float] = field(default_factory=dict)
+    """Where the worker's seconds went: sandbox, kernel start, import jax, prelude, cells."""
