@@ -114,6 +114,8 @@ def test_an_existing_python_gets_a_kernelspec_and_one_without_ipykernel_is_refus
     ("   10       39.6 ms     29.4 ms", "   10      139.6 ms      9.4 ms"),
     ("on 2026-12-01T10:10:45+00:00", "on 2026-12-02T08:00:01+00:00"),
     ("jax 0.12.0.1 | numpy 2.5.5", "jax 0.11.2 | numpy 2.5.5"),
+    ("[stderr] Traceback (most recent call last):\n[stderr]   File \"api.py\", line 99, in f\n[stderr] ValueError: x",
+     "[stderr] Traceback (most recent call last):\n[stderr]   File \"api.py\", line 93, in f\n[stderr] ValueError: x"),
     ("callback failed\nTraceback (most recent call last):\n  File \"a.py\", line 9, in f\n    x()\nValueError: boom",
      "callback failed\nTraceback (most recent call last):\n  File \"b.py\", line 12, in g\n    y()\nValueError: boom"),
 ])

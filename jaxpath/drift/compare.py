@@ -23,8 +23,9 @@ SEVERITY = {1: "cells that start or stop raising", 2: "exercises that no longer 
 STAMP_TAG = "jaxpath-stamp"
 VERSION_CLAIM = re.compile(
     r"\b(?:jax|jaxlib|flax|optax|orbax(?:-checkpoint)?|numpy|python)\s+v?\d+\.\d+[\w.]*|\bv\d+\.\d+\b|"
-    r"\b(?:since|until|before|after|from|in) (?:version |v)?\d+\.\d+|\bdeprecat\w*|\bremoved\b|\bno longer\b|"
-    r"\bis gone\b|\bare gone\b|\bstill (?:allowed|works|exists)\b|\bnow (?:raises|warns|returns|fails)\b", re.I)
+    r"\b(?:since|as of) (?:version |v)?\d+\.\d+|\b(?:until|before|after|from|in) (?:jax |version |v)\d+\.\d+|"
+    r"\b(?:measured|verified|checked) (?:in|on) \d+\.\d+|\bthe pinned (?:jax|stack|version)\b|\bdeprecat\w*|"
+    r"\bremoved\b|\b(?:is|are) gone\b|\bnow (?:raises|warns|returns|fails)\b", re.I)
 
 
 @dataclass
@@ -104,10 +105,12 @@ def _section(ch: Chapter, index: int) -> str:
     return above[-1].title if above else ch.title
 
 
-def _claim(cells: list, index: int) -> str:
-    """A sentence of the prose around the cell (the markdown just above and just below it) that states a
-    version-specific fact: a version number, 'deprecated', 'removed', 'no longer', 'since 0.8', ..."""
+def _claim(cells: list, index: int, section: str = "") -> str:
+    """A sentence of the prose around the cell (the markdown just above and just below it, or its section's
+    heading) that states a version-specific fact: a version number, 'deprecated', 'removed', 'since 0.8', 'the
+    pinned JAX', '(measured in 0.12)'..."""
     texts = [cells[j].source for j in (index - 1, index + 1) if 0 <= j < len(cells) and cells[j].cell_type == "markdown"]
+    texts.append(section)
     for text in texts:
         for sentence in re.split(r"(?<=[.!?])\s+|\n\s*\n", text):
             if VERSION_CLAIM.search(sentence):
@@ -182,8 +185,9 @@ def compare_chapter(ch: Chapter, pinned, side, side_problems: list[Problem],
     findings: list[Finding] = []
 
     def add(severity, i, kind, message, diff="", exercise=""):
-        findings.append(Finding(severity, ch.id, i, kind, message, _section(ch, i), _paragraph(cells, i), diff,
-                                exercise, _claim(cells, i)))
+        section = _section(ch, i)
+        findings.append(Finding(severity, ch.id, i, kind, message, section, _paragraph(cells, i), diff,
+                                exercise, _claim(cells, i, section)))
 
     known = {problem_key(p) for p in pinned_problems}
     flagged: set[int] = set()

@@ -53,7 +53,7 @@ WARNING = re.compile(r"\b[A-Z]\w*Warning\b|\bwarn(?:s|ing|ings|ed)?\b", re.I)
 MEASUREMENT = re.compile(r"<(?:time|ratio|measured)>")
 SPACES = re.compile(r"[ \t]+")
 OPEN_PAD = re.compile(r"([(\[{]) +")
-TRACEBACK = re.compile(r"^(\s*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
+TRACEBACK = re.compile(r"^((?:\[stderr\] )?[ \t]*)Traceback \(most recent call last\):\n(?:\1[ \t]+.*\n?)+", re.M)
 
 
 def _ratios(line: str) -> str:
