@@ -241,6 +241,12 @@ def _free_port() -> int:
 
 def test_grading_through_a_dask_scheduler(tmp_path):
     root = two_chapter_course(tmp_path / "course")
+    for stem in ("01_demo", "02_later"):  # a compiled program, for the warmed cache to hold
+        path = root / "source" / "demo" / f"{stem}.ipynb"
+        nb = nbformat.read(path, as_version=4)
+        nb.cells.insert(1, nbformat.v4.new_code_cell("import jax, jax.numpy as jnp\n"
+                                                     "print(jax.jit(lambda v: v * 2 + 1)(jnp.arange(3.0)))"))
+        nbformat.write(nb, path)
     expected = synthetic_class(root)
     port = _free_port()
     procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
@@ -260,11 +266,16 @@ def test_grading_through_a_dask_scheduler(tmp_path):
             except OSError:
                 pass
             time.sleep(0.5)
+        want = {(st, ch): expected[st][i] for st in ("correct", "partly") for i, ch in enumerate(("01_demo", "02_later"))}
         report = grade(Config.load(root), "demo", scheduler=f"tcp://127.0.0.1:{port}", students=["correct", "partly"],
                        limits=LIMITS, sandbox=sandbox_problem() is None)
-        by = {(s.student, s.notebook): s.score for s in report.results}
-        assert by == {(st, ch): expected[st][i] for st in ("correct", "partly")
-                      for i, ch in enumerate(("01_demo", "02_later"))}
+        assert {(s.student, s.notebook): s.score for s in report.results} == want
+        # A regrade finds the reference run saved: every task then carries the packed cache, which each worker
+        # unpacks once, and every notebook reads its compiled program from it (the same scores).
+        again = grade(Config.load(root), "demo", scheduler=f"tcp://127.0.0.1:{port}", students=["correct", "partly"],
+                      limits=LIMITS, sandbox=sandbox_problem() is None, force=True)
+        assert {(s.student, s.notebook): s.score for s in again.results} == want
+        assert again.cache_entries and len(again.cache_hits) == 4 and again.served_by_cache == 4, again.cache_hits
     finally:
         for p in procs:
             p.terminate()

@@ -301,3 +301,32 @@ def _ns(pid: str) -> str | None:
         return os.readlink(f"/proc/{pid}/ns/pid")
     except OSError:
         return None
+
+
+def test_a_cache_pack_unpacks_once_and_only_on_the_same_kind_of_machine(tmp_path):
+    from dataclasses import replace
+
+    from jaxpath.grade import cachepack
+
+    src = tmp_path / "cache"
+    (src / "sub").mkdir(parents=True)
+    (src / "a-cache").write_bytes(b"compiled program a")
+    (src / "sub" / "b-cache").write_bytes(b"compiled program b")
+    (src / ".warmed-01-abc").touch()  # the reference run's own marker is not part of the cache
+    assert cachepack.pack(tmp_path / "missing") is None
+    (tmp_path / "empty").mkdir()
+    assert cachepack.pack(tmp_path / "empty") is None
+    p = cachepack.pack(src)
+    assert p.entries == 2 and p.host == cachepack.host_key()
+    out = Path(cachepack.unpack(p, tmp_path / "w"))
+    assert (out / "a-cache").read_bytes() == b"compiled program a"
+    assert (out / "sub" / "b-cache").read_bytes() == b"compiled program b"
+    assert not (out / ".warmed-01-abc").exists()
+    assert oct((out / "a-cache").stat().st_mode & 0o777) == "0o644"
+    (out / "a-cache").chmod(0o600)
+    assert cachepack.unpack(p, tmp_path / "w") == str(out) and oct((out / "a-cache").stat().st_mode & 0o777) == "0o600"
+    assert cachepack.unpack(replace(p, host="another-cpu"), tmp_path / "w2") is None
+    assert not (tmp_path / "w2").exists()
+    assert cachepack.pack(src).key == p.key  # the same content, the same folder
+    (src / "a-cache").write_bytes(b"recompiled")
+    assert cachepack.pack(src).key != p.key

@@ -89,6 +89,10 @@ def run(args, config: Config) -> int:
     console.print(table)
     counts = report.by_status()
     console.print(", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "nothing to grade")
+    if report.cache_hits:
+        console.print(f"{report.served_by_cache} of {len(report.cache_hits)} executed notebook(s) read compiled programs "
+                      "from the warmed cache" + (f" (a pack of {report.cache_entries} entries sent to the workers)"
+                                                 if report.cache_entries else ""))
     if args.times:
         console.print(times_table(report))
     return 0

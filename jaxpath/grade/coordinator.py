@@ -10,7 +10,7 @@ import logging
 import os
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -21,9 +21,9 @@ from ..cells import grade_id
 from ..config import Config, ensure_venv_on_path
 from ..errors import GradeError
 from ..files import write_atomic
-from . import integrity, record
+from . import cachepack, integrity, record
 from .record import Status, StatusStore
-from .reference import run_references
+from .reference import run_references, saved_reference
 from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, host_level
@@ -66,6 +66,15 @@ class GradeReport:
     (dispatch to the last result), record. Cluster start and the reference run overlap the others."""
     worker_times: list[dict[str, float]] = field(default_factory=list)
     """Per executed notebook, where the worker's seconds went (sandbox, kernel start, import jax, ...)."""
+    cache_hits: list[int | None] = field(default_factory=list)
+    """Per executed notebook, the compilations it read from the warmed cache (None: it ran without one)."""
+    cache_entries: int | None = None
+    """With --scheduler: the entries of the cache pack sent to the workers."""
+
+    @property
+    def served_by_cache(self) -> int:
+        """Executed notebooks that read at least one compiled program from the warmed cache."""
+        return sum(1 for h in self.cache_hits if h)
 
     def by_status(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -311,6 +320,19 @@ class Coordinator:
                               store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
                               cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, workers=workers)
 
+    def saved_references(self, notebooks: set[str]) -> dict[str, integrity.Reference] | None:
+        """The reference runs of these notebooks when every one is saved and current (a regrade), else None."""
+        src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        out = {}
+        for name in notebooks:
+            path = src / f"{name}.ipynb"
+            ref = saved_reference(path, store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
+                                  jax_cache=self.jax_cache) if path.exists() else None
+            if ref is None:
+                return None
+            out[name] = ref
+        return out
+
     def static_spec(self, name: str) -> IntegritySpec:
         """The integrity checks a task can run before the reference run of its notebook is done: the prelude
         (the notebook's imports) and the names each test's probe fingerprints, judged later."""
@@ -376,8 +398,9 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     verdict rests on incomplete calibration."""
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
-    # The warmed compilation cache is a folder on this machine: used with the local cluster only.
-    cache = config.build / "jax-cache" / part if compile_cache and not scheduler else None
+    # The warmed compilation cache: a folder on this machine, mounted read-only by local workers; packed and
+    # scattered once to the workers of a remote cluster (grade/cachepack.py).
+    cache = config.build / "jax-cache" / part if compile_cache else None
 
     def call(fn, *args, what):
         return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
@@ -409,8 +432,14 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 runnable.append(job)
         if runnable:
             names = {job.notebook for job in runnable}
-            refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
+            saved = coord.saved_references(names)  # a regrade: calibrated and warmed before the first task
+            if saved is not None:
+                refs = Future()
+                refs.set_result(saved)
+            else:
+                refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
             deferred = {name: coord.static_spec(name) for name in names}
+            packed: list = []
 
             def make_task(job: Job) -> Task:
                 if refs.done():
@@ -418,7 +447,19 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                     job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
                 else:
                     job.task.integrity, job.task.jax_cache = deferred[job.notebook], None
+                if scheduler:
+                    job.task.jax_cache = None  # a path on this machine; the workers get the pack instead
                 return job.task
+
+            def cache_arg(job: Job):
+                """The scattered pack of the warmed cache, for a remote cluster's tasks sent after the reference run."""
+                if not (scheduler and cache and refs.done() and job.task.integrity and not job.task.integrity.deferred):
+                    return None
+                if not packed:
+                    p = cachepack.pack(cache) if cache.is_dir() else None
+                    packed.append(client.scatter(p, broadcast=True, hash=False) if p is not None else None)
+                    report.cache_entries = p.entries if p is not None else 0
+                return packed[0]
 
             def record(job: Job, result: Result) -> None:
                 ref = refs.result().get(job.notebook, integrity.Reference()) if result.probes else None
@@ -426,13 +467,14 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                     st = call(coord.record, job, result, ref, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
                 report.results.append(st)
                 report.worker_times.append(result.times)
+                report.cache_hits.append(result.cache_hits)
                 if on_result:
                     on_result(st)
 
             client, _ = connection.result()
             waiting: list[tuple[Job, Result]] = []  # unjudged probes, until the reference run is done
             with _timer(times, "grading"):
-                for job, result in dispatch(runnable, client, make_task):
+                for job, result in dispatch(runnable, client, make_task, cache_arg):
                     waiting.append((job, result))
                     ready = refs.done()
                     for item in [w for w in waiting if ready or not w[1].probes]:

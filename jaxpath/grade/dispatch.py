@@ -73,11 +73,13 @@ def disconnect(client, cluster) -> None:
         cluster.close()
 
 
-def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task]) -> Iterator[tuple[Job, Result]]:
+def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
+             extra: Callable[[Job], object] | None = None) -> Iterator[tuple[Job, Result]]:
     """Run the jobs' tasks on the client's workers; yield (job, result) as each finishes.
 
     A task is made (`make_task(job)`) only when it is sent, and no more are in flight than the workers have
-    threads: a task sent after the reference run finished carries its calibration and the warmed cache."""
+    threads: a task sent after the reference run finished carries its calibration and the warmed cache.
+    `extra(job)`, when not None, is passed to the worker as a second argument (the scattered cache pack)."""
     from distributed import as_completed
 
     waiting = list(jobs)
@@ -87,7 +89,9 @@ def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task]) -> Itera
     def send(job: Job):
         job.task = make_task(job)
         key = f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-{time.time_ns()}"
-        fut = client.submit(run_task, job.task, key=key, pure=False, retries=0)
+        arg = extra(job) if extra else None
+        args = (job.task,) if arg is None else (job.task, arg)
+        fut = client.submit(run_task, *args, key=key, pure=False, retries=0)
         by_key[fut.key] = job
         return fut
 

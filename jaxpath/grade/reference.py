@@ -38,16 +38,28 @@ def reference_key(path: Path, grader_version: str) -> str:
                           + integrity.kernel_source("integrity").encode()).hexdigest()[:16]
 
 
-def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout: int,
-                  jax_cache: Path | None = None) -> integrity.Reference:
-    """The reference run of one source notebook (reused from `store` when it is current)."""
-    from ..execute import Session, kernel_env
-
+def saved_reference(path: Path, *, store: Path, grader_version: str,
+                    jax_cache: Path | None = None) -> integrity.Reference | None:
+    """The saved reference run of one source notebook, when it is current (and warmed the cache)."""
     key = reference_key(path, grader_version)
     saved = store / f"{path.stem}-{key}.json"
     marker = jax_cache / f".warmed-{path.stem}-{key}" if jax_cache else None
     if saved.exists() and (marker is None or marker.exists()):
         return integrity.Reference.from_json(saved.read_text())
+    return None
+
+
+def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout: int,
+                  jax_cache: Path | None = None) -> integrity.Reference:
+    """The reference run of one source notebook (reused from `store` when it is current)."""
+    from ..execute import Session, kernel_env
+
+    found = saved_reference(path, store=store, grader_version=grader_version, jax_cache=jax_cache)
+    if found is not None:
+        return found
+    key = reference_key(path, grader_version)
+    saved = store / f"{path.stem}-{key}.json"
+    marker = jax_cache / f".warmed-{path.stem}-{key}" if jax_cache else None
     env = kernel_env()
     if jax_cache:
         jax_cache.mkdir(parents=True, exist_ok=True)

@@ -67,3 +67,5 @@ class Result:
     """With a deferred integrity spec: per test cell, {"cell", "gid", "passed", "data", "digest"} to judge."""
     times: dict[str, float] = field(default_factory=dict)
     """Where the worker's seconds went: sandbox, kernel start, import jax, prelude, cells."""
+    cache_hits: int | None = None
+    """Compilations read from the warmed cache (None: it ran without one)."""

@@ -17,6 +17,8 @@ from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
 from . import integrity
 from .statuses import GradeStatus
+from ..kernel import source as kernel_source
+from .cachepack import CachePack, unpack
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, Level
 from .isolation.rlimits import address_space_mb
@@ -33,14 +35,23 @@ def _error_output(ename: str, evalue: str):
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_task(task: Task) -> Result:
+def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
     """Execute task.notebook (nbformat JSON) with task.files beside it.
 
     Returns the executed notebook, a status (graded, timed out, crashed) and its reason, and the files
     the notebook created or changed in its folder and those it removed. Cells that
     could not run after a crash or a timeout get an error output saying so, so they score zero while the
-    cells graded before keep their points."""
+    cells graded before keep their points.
+
+    `cache_pack` (a worker on another machine than the coordinator's) is the warmed compilation cache,
+    unpacked once per machine and used when it was compiled for this kind of machine."""
     limits = task.limits
+    if cache_pack is not None and task.jax_cache is None:
+        try:
+            task.jax_cache = unpack(cache_pack)
+        except OSError:  # a full temporary folder: compile instead
+            task.jax_cache = None
+    cache_hits: list[int] = []
     written = Written({}, [], [])
     nb = nbformat.reads(task.notebook, as_version=4)
     files = dict(task.files)
@@ -64,10 +75,16 @@ def run_task(task: Task) -> Result:
         lap("kernel start")
         if guard:
             guard.start(session, lap)
+        if task.jax_cache:
+            session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
         try:
             run_cells(session)
         finally:
             lap("cells")
+        if task.jax_cache and not session.dead:
+            ok, text = session.evaluate("", "__import__('sys').modules['_jaxpath_cache'].hits", timeout=10)
+            if ok and text and text.isdigit():
+                cache_hits.append(int(text))
 
     def run_cells(session: Session) -> None:
         nonlocal status, reason
@@ -134,7 +151,8 @@ def run_task(task: Task) -> Result:
     return Result(task.id, nbformat.writes(nb), status, reason, seconds=time.perf_counter() - t0,
                   worker=socket.gethostname(), tampering=guard.evidence if guard else [], written=written.files,
                   removed=written.removed, isolation=level.name if task.sandbox else NONE.name,
-                  probes=guard.probes if guard else [], times=times)
+                  probes=guard.probes if guard else [], times=times,
+                  cache_hits=cache_hits[0] if cache_hits else None)
 
 
 def _raised(nb, ename: str) -> bool:
