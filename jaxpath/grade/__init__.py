@@ -1,6 +1,7 @@
 """Batch grading: a coordinator that prepares and records, Dask workers that execute in a sandbox."""
 from ..errors import GradeError
-from .coordinator import GradeReport, grade
+from .batch import grade
+from .coordinator import GradeReport
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 
 __all__ = ["grade", "GradeReport", "GradeError", "Limits", "SandboxUnavailable", "sandbox_problem"]

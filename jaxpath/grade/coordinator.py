@@ -3,17 +3,13 @@ execution to Dask workers, and record what comes back. It is the only writer of 
 gradebook."""
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
-import time
-import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 import nbformat
 
@@ -21,21 +17,18 @@ from ..cells import grade_id
 from ..config import Config, ensure_venv_on_path
 from ..errors import GradeError
 from ..files import write_atomic
-from . import cachepack, integrity, record
+from . import integrity, record
 from .record import Status, StatusStore
 from .reference import run_references, saved_reference
 from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, host_level
 from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .dispatch import connect, disconnect, dispatch, gradebook_call
 from .pipeline import prepare_steps, record_steps
 
 GRADER_VERSION = "jaxpath-grade-3"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
-isolation_log = logging.getLogger("jaxpath.grade.isolation")
-isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said, -v or not
 
 
 @dataclass
@@ -382,126 +375,3 @@ class Coordinator:
     def settle(self, job: Job) -> Status:
         self.store.put(job.status)
         return job.status
-
-
-def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
-          workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
-          sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True, isolation: str | None = None,
-          on_start: Callable[[int, int], None] | None = None,
-          on_result: Callable[[Status], None] | None = None, lock_timeout: float = 120.0) -> GradeReport:
-    """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
-
-    The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
-    the batch can use), and the reference run goes on, on a slot of its own, while the workers grade. A task
-    sent before the reference run is done runs without the warmed cache and brings its integrity probes
-    back unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
-    verdict rests on incomplete calibration."""
-    t0 = time.perf_counter()
-    warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
-    # The warmed compilation cache: a folder on this machine, mounted read-only by local workers; packed and
-    # scattered once to the workers of a remote cluster (grade/cachepack.py).
-    cache = config.build / "jax-cache" / part if compile_cache else None
-
-    def call(fn, *args, what):
-        return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
-
-    coord = call(lambda: Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force,
-                                     jax_cache=cache, isolation=isolation), what="opening the gradebook")
-    report = GradeReport(part, isolation=coord.level.name)
-    isolation_log.info("isolation: %s (%s)", coord.level.name, coord.level.describe())
-    todo, report.skipped = call(lambda: coord.plan(coord.submissions(students, notebooks)),
-                                what="reading what was graded before")
-    if on_start:
-        on_start(len(todo), len(report.skipped))
-    times = report.times
-    background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxpath-grade")
-    connection = refs = None
-    try:
-        if todo:
-            n = workers or max(1, os.cpu_count() or 1)
-            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler)
-        runnable = []
-        for job in todo:
-            with _timer(times, "prepare"):
-                call(coord.prepare, job, what=f"preparing {job.student}/{part}/{job.notebook}.ipynb")
-            if job.status is not None:
-                report.results.append(call(coord.settle, job, what=f"recording {job.student}/{part}/{job.notebook}.ipynb"))
-                if on_result:
-                    on_result(job.status)
-            else:
-                runnable.append(job)
-        if runnable:
-            names = {job.notebook for job in runnable}
-            saved = coord.saved_references(names)  # a regrade: calibrated and warmed before the first task
-            if saved is not None:
-                refs = Future()
-                refs.set_result(saved)
-            else:
-                refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
-            deferred = {name: coord.static_spec(name) for name in names}
-            packed: list = []
-
-            def make_task(job: Job) -> Task:
-                if refs.done():
-                    ref = refs.result().get(job.notebook, integrity.Reference())
-                    job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
-                else:
-                    job.task.integrity, job.task.jax_cache = deferred[job.notebook], None
-                if scheduler:
-                    job.task.jax_cache = None  # a path on this machine; the workers get the pack instead
-                return job.task
-
-            def cache_arg(job: Job):
-                """The scattered pack of the warmed cache, for a remote cluster's tasks sent after the reference run."""
-                if not (scheduler and cache and refs.done() and job.task.integrity and not job.task.integrity.deferred):
-                    return None
-                if not packed:
-                    p = cachepack.pack(cache) if cache.is_dir() else None
-                    packed.append(client.scatter(p, broadcast=True, hash=False) if p is not None else None)
-                    report.cache_entries = p.entries if p is not None else 0
-                return packed[0]
-
-            def record(job: Job, result: Result) -> None:
-                ref = refs.result().get(job.notebook, integrity.Reference()) if result.probes else None
-                with _timer(times, "record"):
-                    st = call(coord.record, job, result, ref, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
-                report.results.append(st)
-                report.worker_times.append(result.times)
-                report.cache_hits.append(result.cache_hits)
-                if on_result:
-                    on_result(st)
-
-            client, _ = connection.result()
-            waiting: list[tuple[Job, Result]] = []  # unjudged probes, until the reference run is done
-            with _timer(times, "grading"):
-                for job, result in dispatch(runnable, client, make_task, cache_arg):
-                    waiting.append((job, result))
-                    ready = refs.done()
-                    for item in [w for w in waiting if ready or not w[1].probes]:
-                        waiting.remove(item)
-                        record(*item)
-                refs.result()
-                for item in waiting:
-                    record(*item)
-    finally:
-        if connection is not None:
-            with contextlib.suppress(Exception):
-                disconnect(*connection.result())
-        background.shutdown(wait=True, cancel_futures=True)
-        coord.store.dispose()
-    report.seconds = time.perf_counter() - t0
-    return report
-
-
-def _timed(times: dict[str, float], name: str, fn, *args, **kw):
-    with _timer(times, name):
-        return fn(*args, **kw)
-
-
-@contextlib.contextmanager
-def _timer(times: dict[str, float], name: str):
-    t = time.perf_counter()
-    try:
-        yield
-    finally:
-        times[name] = times.get(name, 0.0) + time.perf_counter() - t
