@@ -297,3 +297,12 @@ def test_reports_of_a_clean_run_say_so(tmp_path):
     result = DriftResult(env, [], 1.0)
     assert "No finding" in render_text(result, "jaxpath drift --with 'jax==0.12.0'", 2)
     assert "No severity 1–2 finding" in render_html(result, "cmd", 2)
+
+
+def test_the_summary_cuts_a_long_changed_line_around_its_change():
+    from jaxpath.drift.report import _shown
+
+    head = "x" * 300
+    shown = _shown(f"-{head} 101/errors.html tail\n+{head} errors.html tail")
+    assert all(len(line) <= 152 for line in shown)
+    assert "101/errors.html" in shown[0] and "errors.html" in shown[1] and shown[0].startswith("-…")

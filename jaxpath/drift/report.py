@@ -33,6 +33,28 @@ def render_html(result: DriftResult, command: str, jobs: int) -> str:
         command=command, severities=list(SEVERITY.items()), totals={s: result.count(s) for s in SEVERITY})
 
 
+def _cut(line: str, other: str, width: int = 150) -> str:
+    """A long diff line cut to `width` around where it first differs from its counterpart."""
+    if len(line) <= width:
+        return line
+    same = next((i for i, (a, b) in enumerate(zip(line[1:], other[1:])) if a != b), min(len(line), len(other)) - 1)
+    start = max(0, same - width // 3)
+    text = line[1:][start:start + width - 2]
+    return line[0] + ("…" if start else "") + text + ("…" if start + width - 2 < len(line) - 1 else "")
+
+
+def _shown(diff: str, lines: int = 4) -> list[str]:
+    """The first changed lines of a diff, each cut around its change."""
+    changed = [l for l in diff.splitlines() if l[:1] in "+-"][:lines]
+    minus, plus = [l for l in changed if l[0] == "-"], [l for l in changed if l[0] == "+"]
+    out = []
+    for l in changed:
+        mine, theirs = (minus, plus) if l[0] == "-" else (plus, minus)
+        k = mine.index(l)
+        out.append(_cut(l, theirs[k] if k < len(theirs) else ""))
+    return out
+
+
 def render_text(result: DriftResult, command: str, jobs: int) -> str:
     """The summary: counts per severity and chapter, then one line per finding (each diff's first lines)."""
     pinned, side = _stamps(result)
@@ -54,8 +76,7 @@ def render_text(result: DriftResult, command: str, jobs: int) -> str:
         out += ["", f"{s}. {name.capitalize()} ({len(fs)})"]
         for f in fs:
             out.append(f"- {f.where} · {f.section}: {f.kind}" + (f": {f.message}" if s <= 2 or not f.diff else ""))
-            diff = [l for l in f.diff.splitlines() if l[:1] in "+-"][:4]
-            out += [f"    {l}" if len(l) <= 150 else f"    {l[:149]}…" for l in diff]
+            out += [f"    {line}" for line in _shown(f.diff)]
             if f.claim:
                 claim = f"    the prose states a version-specific fact: {f.claim}"
                 out.append(claim if len(claim) <= 220 else claim[:219] + "…")
