@@ -281,22 +281,23 @@ def test_drift_runs_the_chapter_on_the_side_stack_and_reports_each_severity(tmp_
     assert side_nb.cells[noise].outputs[0].text != pinned_nb.cells[noise].outputs[0].text
     assert side_nb.metadata["jaxpath"]["executed"]["python"]  # stamped like a validated chapter
 
-    html, txt = write_reports(result, root / "reports/drift", "jaxpath drift --python X", 1)
+    html, txt = write_reports(result, root / "reports/drift", "jaxpath drift --python X")
     text = txt.read_text()
     assert "1: 2 cells that start or stop raising" in text and "wrong answer passes" in text
     assert "version-specific fact: Since jax 0.9 the value below is 3." in text
     page = html.read_text()
     assert "Severity 1–2 findings" in page and "stack.legacy is deprecated" in page and "<script" not in page
 
-    again = drift(cfg, env, jobs=1, compare_only=True)  # the comparison alone, on the runs left in build/drift/
+    again = drift(cfg, env, jobs=2, compare_only=True)  # the comparison alone, on the runs left in build/drift/
     assert {(f.severity, f.kind, f.cell) for f in again.findings} == got
+    assert (again.executed_seconds, again.jobs) == (result.seconds, 1)  # the execution's own wall time, reported
 
 
 def test_reports_of_a_clean_run_say_so(tmp_path):
     env = SideEnv(Path(sys.executable), tmp_path, "k", {"jax": "0.12.0"})
     result = DriftResult(env, [], 1.0)
-    assert "No finding" in render_text(result, "jaxpath drift --with 'jax==0.12.0'", 2)
-    assert "No severity 1–2 finding" in render_html(result, "cmd", 2)
+    assert "No finding" in render_text(result, "jaxpath drift --with 'jax==0.12.0'")
+    assert "No severity 1–2 finding" in render_html(result, "cmd")
 
 
 def test_the_summary_cuts_a_long_changed_line_around_its_change():

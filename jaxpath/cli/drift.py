@@ -51,7 +51,7 @@ def run(args, config: Config) -> int:
         result = drift(config, env, args.chapters or None, jobs=args.jobs, on_chapter=on_chapter,
                        compare_only=args.compare_only)
     out = config.root / (args.out or "reports/drift")
-    html, txt = write_reports(result, out, _command(args), args.jobs)
+    html, txt = write_reports(result, out, _command(args))
     console.print(f"{len(result.chapters)} chapters in {result.seconds:.0f} s: "
                   + ", ".join(f"{result.count(s)} of severity {s}" for s in (1, 2, 3, 4)))
     console.print(f"reports: {html.relative_to(config.root) if html.is_relative_to(config.root) else html}, "

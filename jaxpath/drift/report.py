@@ -15,13 +15,19 @@ def stack_text(stamp: dict) -> str:
                                                                          if "python" in stamp else "")
 
 
+def _wall(result: DriftResult) -> str:
+    if result.executed_seconds is None:
+        return "compared again without executing (each chapter's side run time below)"
+    return f"executed in {result.executed_seconds:.0f} s wall ({result.jobs} chapters in parallel)"
+
+
 def _stamps(result: DriftResult) -> tuple[str, str]:
     pinned = next((c.pinned_stamp for c in result.chapters if c.pinned_stamp), {})
     side = next((c.side_stamp for c in result.chapters if c.side_stamp), {}) or result.env.versions
     return stack_text(pinned), stack_text(side)
 
 
-def render_html(result: DriftResult, command: str, jobs: int) -> str:
+def render_html(result: DriftResult, command: str) -> str:
     import jinja2
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("jaxpath", "templates"),
@@ -29,7 +35,7 @@ def render_html(result: DriftResult, command: str, jobs: int) -> str:
     pinned, side = _stamps(result)
     return env.get_template("drift.html.j2").render(
         side_label=result.env.label, side_stack=side, pinned_stack=pinned, chapters=result.chapters,
-        seconds=result.seconds, compare_seconds=result.compare_seconds, jobs=jobs, broken=result.broken,
+        wall=_wall(result), compare_seconds=result.compare_seconds, broken=result.broken,
         command=command, severities=list(SEVERITY.items()), totals={s: result.count(s) for s in SEVERITY})
 
 
@@ -55,12 +61,11 @@ def _shown(diff: str, lines: int = 4) -> list[str]:
     return out
 
 
-def render_text(result: DriftResult, command: str, jobs: int) -> str:
+def render_text(result: DriftResult, command: str) -> str:
     """The summary: counts per severity and chapter, then one line per finding (each diff's first lines)."""
     pinned, side = _stamps(result)
     out = [f"Upgrade drift: {side}", f"  against the pinned build: {pinned}",
-           f"  {len(result.chapters)} chapters, {result.seconds:.0f} s wall ({jobs} in parallel), "
-           f"comparison {result.compare_seconds:.2f} s",
+           f"  {len(result.chapters)} chapters, {_wall(result)}, comparison {result.compare_seconds:.2f} s",
            f"  regenerate: {command}", ""]
     out.append("  ".join(f"{s}: {result.count(s)} {name}" for s, name in SEVERITY.items()))
     out.append("")
@@ -85,9 +90,9 @@ def render_text(result: DriftResult, command: str, jobs: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_reports(result: DriftResult, out_dir: Path, command: str, jobs: int) -> tuple[Path, Path]:
+def write_reports(result: DriftResult, out_dir: Path, command: str) -> tuple[Path, Path]:
     """reports/drift/<label>.html and .txt, written atomically."""
     html, txt = Path(out_dir) / f"{result.env.label}.html", Path(out_dir) / f"{result.env.label}.txt"
-    write_atomic(html, render_html(result, command, jobs))
-    write_atomic(txt, render_text(result, command, jobs))
+    write_atomic(html, render_html(result, command))
+    write_atomic(txt, render_text(result, command))
     return html, txt

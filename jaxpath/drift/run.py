@@ -52,6 +52,9 @@ class DriftResult:
     seconds: float
     """Wall time of the whole run (side runs, pinned runs where needed, comparison)."""
     compare_seconds: float = 0.0
+    jobs: int = 1
+    executed_seconds: float | None = None
+    """Wall time of the execution the comparison is of (None: unknown, a --compare-only of a partial run)."""
 
     @property
     def findings(self) -> list[Finding]:
@@ -196,4 +199,15 @@ def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *
                 landed(*f.result())
     order = {c: i for i, c in enumerate(ids)}
     done.sort(key=lambda c: order[c.id])
-    return DriftResult(env, done, time.perf_counter() - t0, compare_s)
+    wall = time.perf_counter() - t0
+    record = out_root / env.label / "run.json"
+    executed: float | None = wall
+    if compare_only:
+        try:
+            data = json.loads(record.read_text(encoding="utf-8"))
+            executed, jobs = data["seconds"], data["jobs"]
+        except (OSError, ValueError, KeyError):
+            executed = None
+    elif not chapters:  # the whole course: what a later --compare-only reports as the execution's wall time
+        write_atomic(record, json.dumps({"seconds": wall, "jobs": jobs, "chapters": len(ids)}))
+    return DriftResult(env, done, wall, compare_s, jobs, executed)
