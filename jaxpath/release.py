@@ -10,7 +10,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cells import MARKERS, MIN_SECRET_LEN, Secrets, find_secrets  # noqa: F401 (MIN_SECRET_LEN: re-exported)
+from .cells import MARKERS, Secrets, find_secrets
 from .config import Config, ensure_venv_on_path, nbgrader_config
 from .manifest import Manifest, load_manifest
 from .problems import Problem
@@ -71,11 +71,6 @@ def source_cells(config: Config):
         for i, cell in enumerate(cells):
             src = cell.get("source", "")
             yield nb_path.relative_to(config.root), i, "".join(src) if isinstance(src, list) else src
-
-
-def secret_lines(config: Config) -> dict[str, str]:
-    """course_secrets(config).all (kept while the site moves to course_secrets)."""
-    return course_secrets(config).all
 
 
 def course_secrets(config: Config) -> Secrets:

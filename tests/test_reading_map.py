@@ -1,12 +1,13 @@
 """docs/reading-map.toml: every official tutorial page (and every topic of the Sharp Bits) is either taught in a
 named section of a course chapter that exists, or marked read-only with a one-line reason; every page records
 the docs version it was checked against."""
-import re
 import tomllib
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from jaxpath.cells import headings
 
 ROOT = Path(__file__).resolve().parents[1]
 MAP = ROOT / "docs" / "reading-map.toml"
@@ -16,21 +17,11 @@ SHARP_BITS_TOPICS = {
     "Random numbers", "Control flow", "Dynamic shapes", "NaNs", "Double (64bit) precision",
     "Miscellaneous divergences from NumPy",
 }
-_HEADING = re.compile(r"^(#{1,6})\s+(.*\S)\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 def markdown_headings(source: str) -> list[str]:
-    """The text of every markdown heading in a cell's source, outside fenced code blocks."""
-    out, fenced = [], False
-    for line in source.split("\n"):
-        if _FENCE.match(line):
-            fenced = not fenced
-            continue
-        m = None if fenced else _HEADING.match(line)
-        if m:
-            out.append(m.group(2))
-    return out
+    """The text of every markdown heading in a cell's source, outside fenced code blocks (jaxpath's own parser)."""
+    return [text for _, _, text in headings(source)]
 
 
 def chapter_headings(chapter: str) -> set[str]:
