@@ -22,3 +22,26 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def inside(folder: Path, rel: str) -> Path | None:
+    """`folder / rel` resolved, when it stays inside `folder` (no `..`, no absolute path, no link out); else None."""
+    base = Path(folder).resolve()
+    target = (base / rel).resolve()
+    return target if base in target.parents else None
+
+
+def write_into(folder: Path, files: dict[str, bytes], *, atomic: bool = False) -> list[str]:
+    """Write each file (relative path -> content) under `folder`, creating subfolders; a path that would climb
+    out of the folder is never written and is returned. `atomic`: each through write_atomic."""
+    refused = []
+    for rel, data in files.items():
+        target = inside(folder, rel)
+        if target is None:
+            refused.append(rel)
+        elif atomic:
+            write_atomic(target, data)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return refused

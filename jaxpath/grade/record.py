@@ -14,7 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from ..files import write_atomic
+from ..files import inside, write_into
 
 metadata = sa.MetaData()
 status_table = sa.Table(
@@ -92,15 +92,13 @@ class StatusStore:
 
 
 def copy_files(files: dict[str, bytes], dest: Path) -> None:
-    for rel, data in files.items():
-        target = (dest / rel).resolve()
-        if dest.resolve() in target.parents:
-            write_atomic(target, data)
+    """The files under dest, each written atomically; nothing outside dest is written."""
+    write_into(dest, files, atomic=True)
 
 
 def remove_files(names, dest: Path) -> None:
     """Remove files under dest (a notebook deleted them in its folder); nothing outside dest is touched."""
     for rel in names:
         target = dest / rel
-        if dest.resolve() in target.resolve().parents and (target.is_file() or target.is_symlink()):
+        if inside(dest, rel) is not None and (target.is_file() or target.is_symlink()):
             target.unlink()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from ..files import write_into
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
 from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
 
@@ -250,12 +251,7 @@ class Sandbox:
                 if self.slot is not None:
                     os.chown(d, uid, uid)
                 os.chmod(d, 0o700)
-            for rel, data in self.files.items():
-                target = (self.workdir / rel).resolve()
-                if self.workdir.resolve() not in target.parents:
-                    continue  # a path that climbs out of the folder is never written
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            write_into(self.workdir, self.files)  # a path that climbs out of the folder is never written
             if self.slot is not None:
                 for p in [self.workdir, *self.workdir.rglob("*")]:
                     os.chown(p, uid, uid, follow_symlinks=False)

@@ -15,6 +15,7 @@ import nbformat
 
 from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
+from ..files import write_into
 from . import integrity
 from .statuses import GradeStatus
 from ..kernel import source as kernel_source
@@ -133,10 +134,7 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
         written, level = sb.written, sb.level
     else:
         with tempfile.TemporaryDirectory(prefix="jaxpath-nosbx-") as d:
-            for rel, data in files.items():
-                target = Path(d, rel)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
+            write_into(Path(d), files)  # a path that climbs out of the folder is never written
             env = {**kernel_env(), **NBGRADER_ENV}
             if task.jax_cache:
                 env.update(JAX_COMPILATION_CACHE_DIR=task.jax_cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
