@@ -30,7 +30,9 @@ import hostile_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]
-LIMITS = Limits(cell_timeout=15, notebook_timeout=300, memory_mb=2048)
+LIMITS = Limits(cell_timeout=60, notebook_timeout=600, memory_mb=2048)
+"""A cell limit far above what the slowest test cell needs on a loaded machine (make_regression_data-check
+ran past 15 s at a load average of 40 on 2 cores): the runaway cases reach it by construction."""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
 LEVELS = ["host", "root+rlimits", ROOTLESS]
