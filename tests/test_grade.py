@@ -88,6 +88,7 @@ def graded_class(tmp_path_factory):
     return root, cfg, expected, report
 
 
+@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
 def test_same_scores_as_nbgrader_autograde(graded_class):
     root, cfg, expected, _ = graded_class
     other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
@@ -97,6 +98,7 @@ def test_same_scores_as_nbgrader_autograde(graded_class):
             assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
 
 
+@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
 def test_feedback_never_shows_hidden_tests(graded_class):
     from jaxpath.feedback import feedback
 
@@ -116,6 +118,7 @@ def test_feedback_never_shows_hidden_tests(graded_class):
     assert "square(3) should be 9" in partly  # a visible failure keeps its message
 
 
+@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
 def test_export_and_report(graded_class):
     import csv
 
@@ -125,8 +128,10 @@ def test_export_and_report(graded_class):
     root, cfg, expected, _ = graded_class
     r = export(cfg, "demo")
     rows = {row["student_id"]: row for row in csv.DictReader(r.csv_path.open())}
-    assert list(next(csv.reader(r.csv_path.open()))) == NBGRADER_COLUMNS + ["status"]
+    assert list(next(csv.reader(r.csv_path.open()))) == NBGRADER_COLUMNS + ["status", "isolation"]
     assert float(rows["correct"]["score"]) == 10.0 and rows["correct"]["status"] == "graded"
+    level = graded_class[3].isolation
+    assert level and rows["correct"]["isolation"] == level  # how the grade was obtained
     assert "01_demo: crashed (the kernel died in cell 14)" in rows["crashing"]["status"]
     assert "01_demo: invalid notebook" in rows["malformed"]["status"]
     canvas = list(csv.reader(r.canvas_path.open()))
@@ -138,8 +143,10 @@ def test_export_and_report(graded_class):
     assert "AssertionError: square(3) should be 9" in page  # the most common failures
     assert "crashing" in page and "the kernel died in cell 14" in page
     assert "negative floats too" in page  # a hidden test's message (never its source) is shown
+    assert f"at {level}" in page  # the isolation level the grades were obtained at
 
 
+@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
 def test_synthetic_class(graded_class):
     root, cfg, expected, report = graded_class
     by = {(s.student, s.notebook): s for s in report.results}

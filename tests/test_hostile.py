@@ -35,9 +35,15 @@ LIMITS = Limits(cell_timeout=60, notebook_timeout=600, memory_mb=2048)
 ran past 15 s at a load average of 40 on 2 cores): the runaway cases reach it by construction."""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
-LEVELS = ["host", "root+rlimits", ROOTLESS]
+LEVELS = [pytest.param(level, marks=pytest.mark.xdist_group(f"hostile-{level}"))
+          for level in ("host", "root+rlimits", ROOTLESS)]
 """Each level this machine can produce: the best the host gives (root + cgroup v1 here), the same with the
-cgroups withheld, and an ordinary account's grader (bwrap through a user namespace, rlimits alone)."""
+cgroups withheld, and an ordinary account's grader (bwrap through a user namespace, rlimits alone). Each
+level's batch is graded once, on one test worker (`make test` runs pytest with --dist loadgroup)."""
+CONTAINED = {"reference", "hostile"}
+"""The kinds of case an isolation layer can change: at the levels other than the host's best, only these are
+graded (broken notebooks are settled by the coordinator before any kernel runs, and tampering is caught inside
+the kernel by the integrity checks, the same at every level; the host level grades all of them)."""
 
 
 def _level_problem(level: str) -> str | None:
@@ -128,6 +134,8 @@ def corpus(request, tmp_path_factory):
     rel = nbformat.read(root / "release" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
     correct = {c.metadata.nbgrader["grade_id"]: solution_source(c.source) for c in src.cells if is_answer(c)}
     cases = hostile_corpus.build(rel, correct, str(root))
+    if level != "host":
+        cases = [c for c in cases if c.kind in CONTAINED]
     for case in cases:
         path = submit(root, case.student, hostile_corpus.PART, case.name, case.notebook, raw=case.raw,
                       timestamp=case.timestamp)
@@ -203,6 +211,8 @@ def test_tampering_never_pays_and_is_flagged(corpus):
     root, src, cases, statuses, *_ = corpus
     wrong = _score(statuses, "ref_wrong")
     tampering = [c for c in cases if c.kind == "tampering"]
+    if not tampering:
+        pytest.skip("tampering is caught inside the kernel, the same at every level: graded at the host level (CONTAINED)")
     assert len(tampering) >= 9
     for case in tampering:
         st = statuses[(case.student, hostile_corpus.STEM)]
