@@ -14,9 +14,9 @@ from nbgrader.nbgraderformat import MetadataValidator
 from .problems import ChapterError, Problem
 
 # The cell vocabulary lives in cells.py; these names are re-exported for the modules that read chapters.
-from .cells import (ANSWER_MARK, CHECK_MARK, EMOJI, EXERCISE_HEADING, HEADING, INTENDED_ERROR,  # noqa: F401
-                    MUST_READ, OPTIONAL, is_answer, is_test, nbgrader_meta, solution_source, stub_source, tags,
-                    visible_source)
+from .cells import (ANSWER_MARK, BEGIN_HIDDEN, BEGIN_SOLUTION, CHECK_MARK, EMOJI, END_HIDDEN,  # noqa: F401
+                    END_SOLUTION, EXERCISE_HEADING, HEADING, INTENDED_ERROR, MUST_READ, OPTIONAL, is_answer, is_test,
+                    nbgrader_meta, solution_source, stub_source, tags, visible_source)
 
 
 @dataclass
@@ -167,9 +167,9 @@ def _check_cells(ch: Chapter) -> None:
                 else:
                     ids[gid] = i
         src = cell.source
-        has_sol = "BEGIN SOLUTION" in src
-        has_hidden = "BEGIN HIDDEN TESTS" in src
-        if has_sol != ("END SOLUTION" in src) or has_hidden != ("END HIDDEN TESTS" in src):
+        has_sol = BEGIN_SOLUTION in src
+        has_hidden = BEGIN_HIDDEN in src
+        if has_sol != (END_SOLUTION in src) or has_hidden != (END_HIDDEN in src):
             ch.problems.append(ch.problem("an unbalanced BEGIN/END SOLUTION or HIDDEN TESTS marker", i))
         if has_sol and not meta.get("solution"):
             ch.problems.append(ch.problem("has a solution region but is not an nbgrader solution cell: the "
@@ -226,7 +226,7 @@ def _find_exercises(ch: Chapter) -> None:
                 ch.problems.append(ch.problem(f"answer cell grade_id {gid!r} should be '<name>-answer'", i))
             if not cell.source.lstrip().startswith(ANSWER_MARK):
                 ch.problems.append(ch.problem(f"an answer cell starts with the line {ANSWER_MARK!r}", i, name))
-            if "BEGIN SOLUTION" not in cell.source:
+            if BEGIN_SOLUTION not in cell.source:
                 ch.problems.append(ch.problem("answer cell without a ### BEGIN SOLUTION region", i, name))
             if current is None:
                 ch.problems.append(ch.problem("answer cell outside an exercise: put it under a "
