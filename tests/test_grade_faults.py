@@ -112,8 +112,11 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     if not SANDBOX:
         args.append("--no-sandbox")
     # Ctrl-C in a terminal signals the whole foreground process group: the grader and its Dask workers.
+    # (SIGINT reset to its default in the child: a test run started in the background of a non-interactive
+    # shell ignores SIGINT, and an ignored signal is inherited, so the grader would never see it.)
     proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, env={**os.environ, "COLUMNS": "200"})
+                            start_new_session=True, env={**os.environ, "COLUMNS": "200"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     store = wait_for_recorded(root, cfg, 3, proc=proc)
     assert proc.poll() is None, "the grader ended before it was signalled"
     os.killpg(proc.pid, signal.SIGINT)
