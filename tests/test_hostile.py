@@ -2,6 +2,7 @@
 chapter of the course: every case gets the right status and a clear reason, tampering never pays, the
 course folder does not change, nothing hidden reaches the student; and the faults of the grader's own
 world (a full disk, a locked gradebook, Ctrl-C)."""
+import atexit
 import dataclasses
 import hashlib
 import html
@@ -117,16 +118,27 @@ def _grade_as_user(root: Path) -> tuple[dict, float]:
     return [Status(**row) for row in data["results"]], data["seconds"]
 
 
+_GRADED: dict[str, tuple] = {}
+"""Each level's graded batch, once per test process: pytest may tear a parametrized module fixture down and
+set it up again when the tests of two levels interleave on one worker, and a batch costs minutes."""
+
+
 @pytest.fixture(scope="module", params=LEVELS)
 def corpus(request, tmp_path_factory):
     level = request.param
+    if level not in _GRADED:
+        _GRADED[level] = _grade_corpus(level, tmp_path_factory)
+    return _GRADED[level]
+
+
+def _grade_corpus(level: str, tmp_path_factory):
     why = _level_problem(level)
     if why:
         pytest.skip(f"level {level} cannot be built here: {why}")
     if level == ROOTLESS:  # a folder the ordinary account can reach (pytest's own temporary root is 0700)
         base = Path(tempfile.mkdtemp(prefix="jaxpath-hostile-"))
         os.chmod(base, 0o755)
-        request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+        atexit.register(shutil.rmtree, base, True)
         root = scratch_course(base / "course")
     else:
         root = scratch_course(tmp_path_factory.mktemp("hostile") / "course")

@@ -279,7 +279,8 @@ def test_a_pid_namespace_dies_with_everything_in_it():
     cmd = ["bwrap", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--die-with-parent"]
     if os.geteuid() != 0:
         cmd += ["--unshare-user"]
-    outer = subprocess.Popen(cmd + ["sh", "-c", "setsid sh -c 'sleep 1000 & sleep 1000' & echo started; exec sleep 1000"],
+    # "started" comes from the inner shell once it has forked both sleeps: every process exists when it is read
+    outer = subprocess.Popen(cmd + ["sh", "-c", "setsid sh -c 'sleep 1000 & sleep 1000 & echo started; wait' & exec sleep 1000"],
                              stdout=subprocess.PIPE, text=True)
     try:
         assert outer.stdout.readline().strip() == "started"

@@ -67,6 +67,9 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str,
         # The compilation cache the coordinator warmed with the reference solutions: read-only, so no
         # submission can plant a compiled program that another student's notebook would load.
         cmd += ["--ro-bind", jax_cache, JAX_CACHE]
+    # The sandbox's own root (a tmpfs bwrap made, with /etc and the folders above) read-only: in a user namespace
+    # the kernel would own it and could write /etc/... there. /tmp, /dev/shm and the work folder stay writable.
+    cmd += ["--remount-ro", "/"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
     cmd += ["--", *prlimit_args(limits, resources)]
