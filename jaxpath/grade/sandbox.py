@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import signal
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 from ..files import write_into
+from .isolation.cgfs import kill_until_gone
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
 from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
 
@@ -81,18 +81,7 @@ def clear_uid(uid: int, deadline: float = 60.0) -> bool:
     """Kill every process of `uid` and wait until none is left (RLIMIT_NPROC counts them, zombies too, so a
     fork bomb's leftovers would starve the next kernel on this uid). False if some are still there at the
     deadline."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        pids = uid_processes(uid)
-        if not pids:
-            return True
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        time.sleep(0.05)
-    return not uid_processes(uid)
+    return kill_until_gone(lambda: uid_processes(uid), deadline)
 
 
 class UidSlot:

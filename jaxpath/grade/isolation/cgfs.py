@@ -37,14 +37,12 @@ def read_pids(fs: CgroupFS, procs: Path) -> set[int]:
         return set()
 
 
-def kill_until_empty(fs: CgroupFS, procs_files: list[Path], deadline: float) -> bool:
-    """SIGKILL every process listed until the lists are empty (a fork bomb forks while it is killed, and a
-    loaded machine is slow to reap: wait for empty, not for a number of rounds). False at the deadline."""
+def kill_until_gone(list_pids, deadline: float) -> bool:
+    """SIGKILL every process `list_pids()` names until it names none (a fork bomb forks while it is killed, and
+    a loaded machine is slow to reap: wait for none, not for a number of rounds). False at the deadline."""
     end = time.monotonic() + deadline
     while time.monotonic() < end:
-        pids: set[int] = set()
-        for p in procs_files:
-            pids |= read_pids(fs, p)
+        pids = set(list_pids())
         if not pids:
             return True
         for pid in pids:
@@ -53,7 +51,12 @@ def kill_until_empty(fs: CgroupFS, procs_files: list[Path], deadline: float) -> 
             except (ProcessLookupError, PermissionError):
                 pass
         time.sleep(0.05)
-    return False
+    return not set(list_pids())
+
+
+def kill_until_empty(fs: CgroupFS, procs_files: list[Path], deadline: float) -> bool:
+    """SIGKILL every process the cgroup procs files list until they are empty. False at the deadline."""
+    return kill_until_gone(lambda: set().union(*(read_pids(fs, p) for p in procs_files)), deadline)
 
 
 def keyed(text: str) -> dict[str, int]:
