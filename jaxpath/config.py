@@ -44,6 +44,10 @@ class Config:
     manifest_file: str = "course.toml"
     db_url: str = ""
     kernel_name: str = "python3"
+    compile_cache_dir: str = ""
+    """Where the grader keeps the compilation cache its reference runs warm, one folder per assignment (default:
+    `build/jax-cache`). JAX keys every entry by the program, the backend and the compile options, so one folder
+    can serve several courses (or copies of one), e.g. on a fast disk. Also read from `JAXPATH_COMPILE_CACHE`."""
     cell_timeout: int = 180
     """Seconds one cell may run during validation before it counts as a failure."""
     startup_timeout: int = 60
@@ -76,6 +80,11 @@ class Config:
         """Executed reference chapters written by `validate` and read by `appendix`."""
         return self.build / "executed"
 
+    def compile_cache(self, part: str) -> Path:
+        """The compilation cache the grader warms for assignment `part` (see `compile_cache_dir`)."""
+        base = Path(self.compile_cache_dir) if self.compile_cache_dir else self.build / "jax-cache"
+        return base / part
+
     @property
     def manifest_path(self) -> Path:
         return self.root / self.manifest_file
@@ -102,6 +111,8 @@ class Config:
                               ("release_directory", "release_dir"), ("db_url", "db_url")]:
                 if key in cd:
                     values[attr] = cd[key]
+        if os.environ.get("JAXPATH_COMPILE_CACHE"):
+            values["compile_cache_dir"] = os.environ["JAXPATH_COMPILE_CACHE"]
         values.update(overrides)
         if not values.get("db_url"):
             values["db_url"] = f"sqlite:///{root / 'gradebook.db'}"  # nbgrader's own default

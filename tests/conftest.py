@@ -13,6 +13,25 @@ from jaxpath import Config  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(scope="session", autouse=True)
+def shared_compile_cache(tmp_path_factory):
+    """One compilation cache for every batch graded in this test process (`JAXPATH_COMPILE_CACHE`), as a grader
+    who keeps it on a fast disk has: a test's course is a fresh copy, and without this each of them compiled
+    every program of the same chapter again. One folder per process: writers are then never concurrent, and
+    a batch's tasks read it only once its reference run (the only writer) is done. Batches run as another user
+    (tests/as_user.py) start from a clean environment and keep the course's own folder."""
+    import os
+
+    path = tmp_path_factory.mktemp("jax-cache")
+    before = os.environ.get("JAXPATH_COMPILE_CACHE")
+    os.environ["JAXPATH_COMPILE_CACHE"] = str(path)
+    yield path
+    if before is None:
+        os.environ.pop("JAXPATH_COMPILE_CACHE", None)
+    else:
+        os.environ["JAXPATH_COMPILE_CACHE"] = before
+
+
 @pytest.fixture
 def course(tmp_path) -> Path:
     """A small, valid course directory with one chapter of three exercises (no JAX: fast kernels)."""

@@ -31,9 +31,11 @@ import hostile_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]
-LIMITS = Limits(cell_timeout=60, notebook_timeout=600, memory_mb=2048)
-"""A cell limit far above what the slowest test cell needs on a loaded machine (make_regression_data-check
-ran past 15 s at a load average of 40 on 2 cores): the runaway cases reach it by construction."""
+LIMITS = Limits(cell_timeout=30, notebook_timeout=600, memory_mb=2048)
+"""A cell limit far above what the slowest test cell needs on a loaded machine: make_regression_data-check takes
+4.5 s compiled cold on an idle machine and ran past 15 s at a load average of 40 on 2 cores, and reads its programs
+from the compilation cache here (tests/conftest.py) in all but the first tasks. The runaway cases reach it by
+construction, and four of them burn a core until it does."""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
 LEVELS = [pytest.param(level, marks=pytest.mark.xdist_group(f"hostile-{level}"))

@@ -38,7 +38,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
     # The warmed compilation cache: a folder on this machine, mounted read-only by local workers; packed and
     # scattered once to the workers of a remote cluster (grade/cachepack.py).
-    cache = config.build / "jax-cache" / part if compile_cache else None
+    cache = config.compile_cache(part) if compile_cache else None
 
     def call(fn, *args, what):
         return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
