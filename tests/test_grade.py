@@ -290,6 +290,41 @@ def test_grading_through_a_dask_scheduler(tmp_path):
             p.wait(timeout=30)
 
 
+def test_an_answer_the_reference_did_not_compile_reads_the_cache_and_writes_nothing(tmp_path):
+    """Another correct answer compiles programs the warmed cache does not hold. Its kernel reads the cache and
+    writes nothing: a write to the read-only mount would put a UserWarning on the test cell's stderr, which
+    nbgrader scores as a failed test. Both batches: the first reads the cache as the reference run fills it,
+    the regrade starts warm."""
+    root = make_course(tmp_path / "course")
+    path = root / "source/demo/01_demo.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    check = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "double-check")
+    check.source = check.source.replace("# 🧪 Self-check\n", "# 🧪 Self-check\nimport jax, jax.numpy as jnp\n"
+                                        "assert float(jax.jit(double)(jnp.float32(3.0))) == 6.0\n")
+    nbformat.write(nb, path)
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    src = nbformat.read(path, as_version=4)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    ok = answers_from_source(src)
+    submit(root, "reference", "demo", "01_demo", submission(rel, ok))
+    submit(root, "other", "demo", "01_demo", submission(rel, {**ok, "double-answer": "def double(x):\n    return x + x"}))
+    cfg = Config.load(root)
+    for force in (False, True):
+        report = grade(cfg, "demo", workers=2, limits=Limits(cell_timeout=60, notebook_timeout=300, memory_mb=2048),
+                       sandbox=sandbox_problem() is None, force=force)
+        assert {(s.student, s.status, s.score) for s in report.results} == {("reference", "graded", 5),
+                                                                             ("other", "graded", 5)}, report.results
+        if force:  # the regrade starts warm: the reference answer's programs come from the cache
+            assert report.served_by_cache >= 1, report.cache_hits
+        for student in ("reference", "other"):
+            graded = nbformat.read(root / "autograded" / student / "demo/01_demo.ipynb", as_version=4)
+            stderr = [o.get("text", "") for c in graded.cells if c.cell_type == "code" for o in c.outputs
+                      if o.get("name") == "stderr"]
+            assert not stderr, (student, stderr[:3])
+
+
 ATTACKS = {
     "read_source": "import os\nprint('SOURCE', os.path.exists('{root}/source/demo/01_demo.ipynb'))",
     "read_gradebook": "import os\nprint('GRADEBOOK', os.path.exists('{root}/gradebook/gradebook.db'))",

@@ -30,9 +30,10 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
 
     The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
-    the batch can use), and the reference run goes on, on a slot of its own, while the workers grade. A task
-    sent before the reference run is done runs without the warmed cache and brings its integrity probes
-    back unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
+    the batch can use: for one notebook, one worker thread in this process), and the reference run goes on, on
+    a slot of its own, while the workers grade. Local tasks read the compilation cache as the reference run
+    fills it, cell by cell. A task sent before the reference run is done brings its integrity probes back
+    unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
     verdict rests on incomplete calibration."""
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
@@ -57,7 +58,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     try:
         if todo:
             n = workers or max(1, os.cpu_count() or 1)
-            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler)
+            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler,
+                                           in_process=len(todo) == 1)
         runnable = []
         for job in todo:
             with _timer(times, "prepare"):
@@ -75,6 +77,9 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 refs = Future()
                 refs.set_result(saved)
             else:
+                if cache:
+                    cache.mkdir(parents=True, exist_ok=True)
+                    os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
                 refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
             deferred = {name: coord.static_spec(name) for name in names}
             packed: list = []
@@ -83,8 +88,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 if refs.done():
                     ref = refs.result().get(job.notebook, integrity.Reference())
                     job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
-                else:
-                    job.task.integrity, job.task.jax_cache = deferred[job.notebook], None
+                else:  # the cache fills as the reference run goes (reference._publish): read what is there
+                    job.task.integrity = deferred[job.notebook]
                 if scheduler:
                     job.task.jax_cache = None  # a path on this machine; the workers get the pack instead
                 return job.task

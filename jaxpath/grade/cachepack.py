@@ -33,6 +33,15 @@ class CachePack:
     entries: int
 
 
+def reader_env(path: str) -> dict[str, str]:
+    """The environment of a kernel that reads the warmed cache at `path` and never writes to it. JAX writes
+    every program it compiles (above a compile time) into its cache folder; a submission's kernel compiles
+    what the reference run did not (another correct answer, a wrong one), and a write that fails on the
+    read-only mount becomes a UserWarning on the cell's stderr, which nbgrader scores as a failed test. With
+    the threshold out of reach JAX reads the cache and writes nothing (jax/_src/compiler.py, _cache_write)."""
+    return {"JAX_COMPILATION_CACHE_DIR": path, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e12"}
+
+
 def host_key() -> str:
     """What compiled CPU programs depend on besides what JAX's own cache key holds."""
     import jaxlib

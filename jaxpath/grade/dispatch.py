@@ -55,15 +55,18 @@ def gradebook_call(fn, *args, lock_timeout: float, what: str):
             raise
 
 
-def connect(workers: int, scheduler: str | None = None):
+def connect(workers: int, scheduler: str | None = None, *, in_process: bool = False):
     """(client, cluster): a Dask client of an existing scheduler (cluster None), or of a local cluster of
-    `workers` single-threaded processes."""
+    `workers` single-threaded processes. With `in_process`, the one worker is a thread of this process: no
+    Python to start, which is most of a local cluster's start-up (a batch of one notebook). The kernel itself
+    runs in its sandbox either way; a worker process only adds its own crash and memory boundary, which a
+    batch of many notebooks wants."""
     from distributed import Client, LocalCluster
 
     if scheduler:
         return Client(scheduler, timeout="30s"), None
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                           silence_logs=logging.ERROR)
+    cluster = LocalCluster(n_workers=1 if in_process else workers, threads_per_worker=1, processes=not in_process,
+                           dashboard_address=None, silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 

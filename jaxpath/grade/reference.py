@@ -7,9 +7,12 @@ compilation cache on, the same run compiles the programs every submission shares
 the tests) once for the whole class instead of once per student.
 
 Where it lives: `build/grading/<part>/<notebook>-<key>.json` (the calibration) and `build/jax-cache/<part>/`
-(the compiled programs, with a `.warmed-<notebook>-<key>` marker). The key hashes the grader's version, the
-source notebook, the Python version and the integrity code (both sides), so editing a notebook, upgrading
-jaxpath or Python invalidates it; otherwise every later batch (a `--student` regrade included) reuses it."""
+(the compiled programs, with a `.warmed-<notebook>-<key>` marker; `Config.compile_cache_dir` moves it). The
+kernel writes into a staging folder beside it, and after each cell what it compiled is published into the
+cache whole (`_publish`), so the tasks already running read it while the reference run goes on. The key
+hashes the grader's version, the source notebook, the Python version and the integrity code (both sides), so
+editing a notebook, upgrading jaxpath or Python invalidates it; otherwise every later batch (a `--student`
+regrade included) reuses it."""
 from __future__ import annotations
 
 import contextlib
@@ -61,12 +64,15 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
     saved = store / f"{path.stem}-{key}.json"
     marker = jax_cache / f".warmed-{path.stem}-{key}" if jax_cache else None
     env = kernel_env()
-    if jax_cache:
-        jax_cache.mkdir(parents=True, exist_ok=True)
-        env.update(JAX_COMPILATION_CACHE_DIR=str(jax_cache), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     ref = integrity.Reference()
     try:
         with contextlib.ExitStack() as stack:
+            publish = lambda: None  # noqa: E731
+            if jax_cache:
+                staging = _staging(jax_cache, path.stem)
+                stack.callback(shutil.rmtree, staging, True)
+                env.update(JAX_COMPILATION_CACHE_DIR=str(staging), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+                publish = lambda: _publish(staging, jax_cache)  # noqa: E731
             nb = nbformat.read(path, as_version=4)
             answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
             ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
@@ -81,7 +87,10 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                 for i, cell in enumerate(nb.cells):
                     if cell.cell_type != "code" or s.dead:
                         continue
-                    s.run(i)
+                    out = s.run(i)
+                    if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
+                        publish = lambda: None  # noqa: E731
+                    publish()  # what this cell compiled, for the tasks already running
                     if is_test(cell):
                         nonce = integrity.new_token()
                         names = integrity.relied_on(cell.source, answers)
@@ -98,6 +107,38 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
     except Exception as e:  # the integrity checks then run uncalibrated; a cold cache only costs time
         log.warning("the reference run of %s failed: %s", path, e)
     return ref
+
+
+def _staging(jax_cache: Path, stem: str) -> Path:
+    """A private folder the reference kernel writes its cache entries into, beside the cache the tasks read,
+    holding (as hard links) what that cache has already, so programs shared between notebooks compile once."""
+    jax_cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".staging-{stem}-", dir=jax_cache.parent))
+    for entry in jax_cache.iterdir():
+        if entry.is_file() and not entry.name.startswith("."):
+            with contextlib.suppress(OSError):
+                os.link(entry, staging / entry.name)
+    return staging
+
+
+def _publish(staging: Path, jax_cache: Path) -> None:
+    """Make the entries the reference kernel has written so far readable in the cache the tasks read, each at
+    once and whole: JAX writes an entry in place, but only while a cell compiles, so between cells every file
+    in `staging` is complete, and a hard link gives it its name in the cache in one step (a task's kernel never
+    reads half an entry). The cache is mounted into the sandboxes, so these appear in running kernels too."""
+    for entry in staging.iterdir():
+        target = jax_cache / entry.name
+        if entry.is_file() and not target.exists():
+            os.chmod(entry, 0o644)
+            try:
+                os.link(entry, target)
+            except FileExistsError:
+                pass
+            except OSError:  # no hard links on this filesystem: a copy under a hidden name, renamed in one step
+                part = jax_cache / f".{entry.name}.part"
+                shutil.copyfile(entry, part)
+                os.chmod(part, 0o644)
+                os.replace(part, target)
 
 
 def run_references(source: Path, notebooks: set[str], *, store: Path, grader_version: str, cell_timeout: int,

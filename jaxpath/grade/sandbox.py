@@ -23,6 +23,7 @@ from pathlib import Path
 from jupyter_client.manager import AsyncKernelManager
 
 from ..files import write_into
+from .cachepack import reader_env
 from .isolation.cgfs import kill_until_gone
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
 from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
@@ -217,7 +218,7 @@ class Sandbox:
         self.written = Written({}, [], [])
         self.jax_cache = jax_cache if jax_cache and os.path.isdir(jax_cache) else None
         if self.jax_cache:
-            self.env.update(JAX_COMPILATION_CACHE_DIR=JAX_CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+            self.env.update(reader_env(JAX_CACHE))
 
     @property
     def rootless(self) -> bool:

@@ -19,7 +19,7 @@ from ..files import write_into
 from . import integrity
 from .statuses import GradeStatus
 from ..kernel import source as kernel_source
-from .cachepack import CachePack, unpack
+from .cachepack import CachePack, reader_env, unpack
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, Level
 from .isolation.rlimits import address_space_mb
@@ -137,7 +137,7 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
             write_into(Path(d), files)  # a path that climbs out of the folder is never written
             env = {**kernel_env(), **NBGRADER_ENV}
             if task.jax_cache:
-                env.update(JAX_COMPILATION_CACHE_DIR=task.jax_cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+                env.update(reader_env(task.jax_cache))
             with Session(nb, d, timeout=limits.cell_timeout, env=env, kernel_name=task.kernel_name) as s:
                 execute(s)
             written = written_files(Path(d), files, limits.file_mb * 1024 * 1024)
