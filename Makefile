@@ -28,7 +28,7 @@ sample: $(STAMP)
 	$(BIN)/jaxpath sample
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadgroup --durations=25
+	$(BIN)/python -m pytest -n $(JOBS) --durations=25
 
 # Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
 # jaxpath. (The site tests in it read the executed chapters that `make` wrote.)

@@ -13,6 +13,26 @@ from jaxpath import Config  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """How `make test` (pytest -n) hands tests to its workers: one test at a time, except that the tests of a
+    test class go together, one unit per parameter (`tests/test_hostile.py::TestCorpus::test_x[host]` is in the
+    unit `TestCorpus[host]`). A class is how a module here says "these tests share one expensive module
+    fixture" (a graded class, a graded corpus per isolation level): each unit runs on one worker, so that
+    fixture is built once. (pytest-xdist's own `xdist_group` marks do nothing under pytest 9.2: its
+    loadgroup renames `item._nodeid`, which pytest 9 no longer reads, so every worker graded each batch.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ClassUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path, *names = nodeid.split("::")
+            if len(names) < 2:  # a function of a module: a unit of its own
+                return nodeid
+            test = names[-1]
+            return f"{path}::{names[0]}{test[test.index('['):] if '[' in test else ''}"
+
+    return ClassUnits(config, log)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_compile_cache(tmp_path_factory):
     """One compilation cache for every batch graded in this test process (`JAXPATH_COMPILE_CACHE`), as a grader

@@ -88,95 +88,92 @@ def graded_class(tmp_path_factory):
     return root, cfg, expected, report
 
 
-@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
-def test_same_scores_as_nbgrader_autograde(graded_class):
-    root, cfg, expected, _ = graded_class
-    other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
-    stock_autograde(root, "demo", other_db, ("correct", "partly", "stub", "sneaky"))
-    for student in ("correct", "partly", "stub", "sneaky"):
-        for chapter in ("01_demo", "02_later"):
-            assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
+class TestGradedClass:
+    """Everything checked on one graded synthetic class: one unit of work for `make test`'s scheduler
+    (tests/conftest.py), so the class is graded once."""
 
+    def test_same_scores_as_nbgrader_autograde(self, graded_class):
+        root, cfg, expected, _ = graded_class
+        other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
+        stock_autograde(root, "demo", other_db, ("correct", "partly", "stub", "sneaky"))
+        for student in ("correct", "partly", "stub", "sneaky"):
+            for chapter in ("01_demo", "02_later"):
+                assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
 
-@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
-def test_feedback_never_shows_hidden_tests(graded_class):
-    from jaxpath.feedback import feedback
+    def test_feedback_never_shows_hidden_tests(self, graded_class):
+        from jaxpath.feedback import feedback
 
-    root, cfg, _, _ = graded_class
-    r = feedback(cfg, "demo")
-    assert len(r.written) == 13  # every autograded notebook (the malformed one has none)
-    hidden_source = ["double(-1.5)", "negative floats too'", "square(-2)", "isinstance(halve(4), float)"]
-    for page in r.written:
-        text = page.read_text()
-        for h in hidden_source:
-            assert h not in text, (page, h)
-        assert "BEGIN HIDDEN TESTS" not in text
-    sneaky = (root / "feedback/sneaky/demo/01_demo.html").read_text()
-    assert "A hidden test failed. AssertionError: negative floats too" in sneaky
-    assert "double(3) should be 6" in sneaky  # the visible self-check is there
-    partly = (root / "feedback/partly/demo/01_demo.html").read_text()
-    assert "square(3) should be 9" in partly  # a visible failure keeps its message
+        root, cfg, _, _ = graded_class
+        r = feedback(cfg, "demo")
+        assert len(r.written) == 13  # every autograded notebook (the malformed one has none)
+        hidden_source = ["double(-1.5)", "negative floats too'", "square(-2)", "isinstance(halve(4), float)"]
+        for page in r.written:
+            text = page.read_text()
+            for h in hidden_source:
+                assert h not in text, (page, h)
+            assert "BEGIN HIDDEN TESTS" not in text
+        sneaky = (root / "feedback/sneaky/demo/01_demo.html").read_text()
+        assert "A hidden test failed. AssertionError: negative floats too" in sneaky
+        assert "double(3) should be 6" in sneaky  # the visible self-check is there
+        partly = (root / "feedback/partly/demo/01_demo.html").read_text()
+        assert "square(3) should be 9" in partly  # a visible failure keeps its message
 
+    def test_export_and_report(self, graded_class):
+        import csv
 
-@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
-def test_export_and_report(graded_class):
-    import csv
+        from jaxpath.export import NBGRADER_COLUMNS, export
+        from jaxpath.report import report
 
-    from jaxpath.export import NBGRADER_COLUMNS, export
-    from jaxpath.report import report
+        root, cfg, expected, _ = graded_class
+        r = export(cfg, "demo")
+        rows = {row["student_id"]: row for row in csv.DictReader(r.csv_path.open())}
+        assert list(next(csv.reader(r.csv_path.open()))) == NBGRADER_COLUMNS + ["status", "isolation"]
+        assert float(rows["correct"]["score"]) == 10.0 and rows["correct"]["status"] == "graded"
+        level = graded_class[3].isolation
+        assert level and rows["correct"]["isolation"] == level  # how the grade was obtained
+        assert "01_demo: crashed (the kernel died in cell 14)" in rows["crashing"]["status"]
+        assert "01_demo: invalid notebook" in rows["malformed"]["status"]
+        canvas = list(csv.reader(r.canvas_path.open()))
+        assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "demo"]
+        assert canvas[1][0].strip() == "Points Possible" and float(canvas[1][5]) == 10.0
+        assert ["correct", "", "correct", "correct", "", "10.0"] in canvas
+        page = report(cfg, "demo").path.read_text()
+        assert page.count("<img") == 4 and "data:image/png;base64," in page
+        assert "AssertionError: square(3) should be 9" in page  # the most common failures
+        assert "crashing" in page and "the kernel died in cell 14" in page
+        assert "negative floats too" in page  # a hidden test's message (never its source) is shown
+        assert f"at {level}" in page  # the isolation level the grades were obtained at
 
-    root, cfg, expected, _ = graded_class
-    r = export(cfg, "demo")
-    rows = {row["student_id"]: row for row in csv.DictReader(r.csv_path.open())}
-    assert list(next(csv.reader(r.csv_path.open()))) == NBGRADER_COLUMNS + ["status", "isolation"]
-    assert float(rows["correct"]["score"]) == 10.0 and rows["correct"]["status"] == "graded"
-    level = graded_class[3].isolation
-    assert level and rows["correct"]["isolation"] == level  # how the grade was obtained
-    assert "01_demo: crashed (the kernel died in cell 14)" in rows["crashing"]["status"]
-    assert "01_demo: invalid notebook" in rows["malformed"]["status"]
-    canvas = list(csv.reader(r.canvas_path.open()))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "demo"]
-    assert canvas[1][0].strip() == "Points Possible" and float(canvas[1][5]) == 10.0
-    assert ["correct", "", "correct", "correct", "", "10.0"] in canvas
-    page = report(cfg, "demo").path.read_text()
-    assert page.count("<img") == 4 and "data:image/png;base64," in page
-    assert "AssertionError: square(3) should be 9" in page  # the most common failures
-    assert "crashing" in page and "the kernel died in cell 14" in page
-    assert "negative floats too" in page  # a hidden test's message (never its source) is shown
-    assert f"at {level}" in page  # the isolation level the grades were obtained at
-
-
-@pytest.mark.xdist_group("graded-class")  # one graded class, on one test worker
-def test_synthetic_class(graded_class):
-    root, cfg, expected, report = graded_class
-    by = {(s.student, s.notebook): s for s in report.results}
-    assert len(by) == 14
-    for student, (s1, s2) in expected.items():
-        assert by[(student, "01_demo")].score == s1, by[(student, "01_demo")]
-        assert by[(student, "02_later")].score == s2
-    assert by[("crashing", "01_demo")].status == "crashed"
-    assert "kernel died in cell 14" in by[("crashing", "01_demo")].reason
-    assert by[("looping", "01_demo")].status == "timed out"
-    assert by[("malformed", "01_demo")].status == "invalid notebook"
-    assert by[("malformed", "02_later")].status == "graded"
-    assert by[("stub", "01_demo")].status == "graded" and by[("stub", "01_demo")].score == 0
-    # per cell: the crash keeps the points graded before it and fails the rest
-    db = cfg.db_url
-    assert cell_scores(db, "crashing", "01_demo") == {"double-check": 2, "square-check": 0, "halve-check": 0}
-    assert cell_scores(db, "looping", "01_demo") == {"double-check": 2, "square-check": 2, "halve-check": 0}
-    assert cell_scores(db, "partly", "02_later") == {"double-check": 2, "square-check": 0, "halve-check": 1}
-    # the autograded notebook says why cells after a crash did not run
-    nb = nbformat.read(root / "autograded/crashing/demo/01_demo.ipynb", as_version=4)
-    assert any(o.get("ename") == "NotRun" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    # a rerun grades nothing new
-    again = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
-    assert again.results == [] and len(again.skipped) == 14
-    # a changed submission is regraded, alone
-    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
-    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
-    submit(root, "stub", "demo", "01_demo", submission(rel, answers_from_source(src)))
-    third = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
-    assert [(s.student, s.notebook, s.score) for s in third.results] == [("stub", "01_demo", 5)]
+    def test_synthetic_class(self, graded_class):
+        root, cfg, expected, report = graded_class
+        by = {(s.student, s.notebook): s for s in report.results}
+        assert len(by) == 14
+        for student, (s1, s2) in expected.items():
+            assert by[(student, "01_demo")].score == s1, by[(student, "01_demo")]
+            assert by[(student, "02_later")].score == s2
+        assert by[("crashing", "01_demo")].status == "crashed"
+        assert "kernel died in cell 14" in by[("crashing", "01_demo")].reason
+        assert by[("looping", "01_demo")].status == "timed out"
+        assert by[("malformed", "01_demo")].status == "invalid notebook"
+        assert by[("malformed", "02_later")].status == "graded"
+        assert by[("stub", "01_demo")].status == "graded" and by[("stub", "01_demo")].score == 0
+        # per cell: the crash keeps the points graded before it and fails the rest
+        db = cfg.db_url
+        assert cell_scores(db, "crashing", "01_demo") == {"double-check": 2, "square-check": 0, "halve-check": 0}
+        assert cell_scores(db, "looping", "01_demo") == {"double-check": 2, "square-check": 2, "halve-check": 0}
+        assert cell_scores(db, "partly", "02_later") == {"double-check": 2, "square-check": 0, "halve-check": 1}
+        # the autograded notebook says why cells after a crash did not run
+        nb = nbformat.read(root / "autograded/crashing/demo/01_demo.ipynb", as_version=4)
+        assert any(o.get("ename") == "NotRun" for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+        # a rerun grades nothing new
+        again = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+        assert again.results == [] and len(again.skipped) == 14
+        # a changed submission is regraded, alone
+        src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+        rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+        submit(root, "stub", "demo", "01_demo", submission(rel, answers_from_source(src)))
+        third = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+        assert [(s.student, s.notebook, s.score) for s in third.results] == [("stub", "01_demo", 5)]
 
 
 BLOCKER = "zz_blocking"
@@ -184,8 +181,9 @@ BLOCKER = "zz_blocking"
 
 def add_blocking_submission(root: Path) -> None:
     """A submission that takes ten minutes (150 cells of 4 s, each under the tests' 5 s cell limit), graded
-    last: a batch that includes it cannot finish before a test has signalled the grader, however fast the
-    machine. The student sorts after every other, and the grader submits its jobs in that order."""
+    after the others of its notebook: a batch that includes it cannot finish before a test has signalled the
+    grader, however fast the machine. The student sorts after every other, and the grader submits each
+    notebook's jobs in student order."""
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
     rel.cells[1:1] = [nbformat.v4.new_code_cell("import time\ntime.sleep(4)") for _ in range(150)]
     for chapter in ("01_demo", "02_later"):  # both: a missing notebook would be recorded at once

@@ -38,11 +38,10 @@ from the compilation cache here (tests/conftest.py) in all but the first tasks. 
 construction, and four of them burn a core until it does."""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
-LEVELS = [pytest.param(level, marks=pytest.mark.xdist_group(f"hostile-{level}"))
-          for level in ("host", "root+rlimits", ROOTLESS)]
+LEVELS = ["host", "root+rlimits", ROOTLESS]
 """Each level this machine can produce: the best the host gives (root + cgroup v1 here), the same with the
 cgroups withheld, and an ordinary account's grader (bwrap through a user namespace, rlimits alone). Each
-level's batch is graded once, on one test worker (`make test` runs pytest with --dist loadgroup)."""
+level's batch is graded once, on one test worker (TestCorpus, one unit of work per level: tests/conftest.py)."""
 CONTAINED = {"reference", "hostile"}
 """The kinds of case an isolation layer can change: at the levels other than the host's best, only these are
 graded (broken notebooks are settled by the coordinator before any kernel runs, and tampering is caught inside
@@ -190,93 +189,94 @@ def _score(statuses, student):
     return st.score or 0.0
 
 
-def test_the_batch_completes_with_a_status_and_reason_for_every_case(corpus):
-    root, src, cases, statuses, *_ = corpus
-    for case in cases:
-        st = statuses.get((case.student, case.name if case.name == hostile_corpus.STEM else hostile_corpus.STEM))
-        assert st is not None, f"{case.student}: no status recorded"
-        where = f"{case.student} ({case.what}) at {corpus[-1]}: {st.status}, {st.score}, {st.reason!r}"
-        expect = case.at(corpus[-1])
-        assert st.status in expect.statuses, where
-        if st.status != "graded":
-            assert st.reason.strip(), f"{where}: a status other than graded needs a reason"
-        for word in expect.reason:
-            assert word.lower() in st.reason.lower(), f"{where}: the reason should mention {word!r}"
-        for name, (allowed, words) in case.others.items():
-            other = statuses[(case.student, name)]
-            assert other.status in allowed, (case.student, name, other)
-            for word in words:
-                assert word in other.reason, (case.student, name, other.reason)
+class TestCorpus:
+    """Everything checked on one graded corpus, per level: one unit of work per level for `make test`'s
+    scheduler (tests/conftest.py), so each level's batch is graded once."""
 
+    def test_the_batch_completes_with_a_status_and_reason_for_every_case(self, corpus):
+        root, src, cases, statuses, *_ = corpus
+        for case in cases:
+            st = statuses.get((case.student, case.name if case.name == hostile_corpus.STEM else hostile_corpus.STEM))
+            assert st is not None, f"{case.student}: no status recorded"
+            where = f"{case.student} ({case.what}) at {corpus[-1]}: {st.status}, {st.score}, {st.reason!r}"
+            expect = case.at(corpus[-1])
+            assert st.status in expect.statuses, where
+            if st.status != "graded":
+                assert st.reason.strip(), f"{where}: a status other than graded needs a reason"
+            for word in expect.reason:
+                assert word.lower() in st.reason.lower(), f"{where}: the reason should mention {word!r}"
+            for name, (allowed, words) in case.others.items():
+                other = statuses[(case.student, name)]
+                assert other.status in allowed, (case.student, name, other)
+                for word in words:
+                    assert word in other.reason, (case.student, name, other.reason)
 
-def test_scores_are_bounded(corpus):
-    root, src, cases, statuses, *_ = corpus
-    correct, wrong = _score(statuses, "ref_correct"), _score(statuses, "ref_wrong")
-    assert correct == statuses[("ref_correct", hostile_corpus.STEM)].max_score > wrong > 0
-    for case in cases:
-        got = _score(statuses, case.student)
-        where = f"{case.student} ({case.what}): {got} (correct {correct}, wrong {wrong})"
-        rule = case.score
-        assert {"==correct": got == correct, "<=wrong": got <= wrong, "==wrong": got == wrong, "==0": got == 0,
-                "<correct": got < correct, "<=correct": got <= correct}[rule], where
+    def test_scores_are_bounded(self, corpus):
+        root, src, cases, statuses, *_ = corpus
+        correct, wrong = _score(statuses, "ref_correct"), _score(statuses, "ref_wrong")
+        assert correct == statuses[("ref_correct", hostile_corpus.STEM)].max_score > wrong > 0
+        for case in cases:
+            got = _score(statuses, case.student)
+            where = f"{case.student} ({case.what}): {got} (correct {correct}, wrong {wrong})"
+            rule = case.score
+            assert {"==correct": got == correct, "<=wrong": got <= wrong, "==wrong": got == wrong, "==0": got == 0,
+                    "<correct": got < correct, "<=correct": got <= correct}[rule], where
 
+    def test_tampering_never_pays_and_is_flagged(self, corpus):
+        root, src, cases, statuses, *_ = corpus
+        wrong = _score(statuses, "ref_wrong")
+        tampering = [c for c in cases if c.kind == "tampering"]
+        if not tampering:
+            pytest.skip("tampering is caught inside the kernel, the same at every level: graded at the host level (CONTAINED)")
+        assert len(tampering) >= 9
+        for case in tampering:
+            st = statuses[(case.student, hostile_corpus.STEM)]
+            assert (st.score or 0) <= wrong, f"{case.student} ({case.what}) scored {st.score} > {wrong}"
+        unflagged = [c.student for c in tampering if statuses[(c.student, hostile_corpus.STEM)].status != "tampered"]
+        assert not unflagged, f"not flagged for review: {unflagged}"
+        # Without the grader's defence these attacks pass tests nbgrader would count: each shows a test whose
+        # pass was not counted or whose hidden error was caught. (The lying isinstance breaks JAX itself, so
+        # every test fails on its own; it is flagged all the same.)
+        caught = set()
+        for case in tampering:
+            nb = nbformat.read(root / f"autograded/{case.student}/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb",
+                               as_version=4)
+            names = {o.get("ename") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])}
+            if names & {"NotCounted", "HiddenError"}:
+                caught.add(case.student)
+        assert {c.student for c in tampering} - caught <= {"t_patch_builtins"}, caught
 
-def test_tampering_never_pays_and_is_flagged(corpus):
-    root, src, cases, statuses, *_ = corpus
-    wrong = _score(statuses, "ref_wrong")
-    tampering = [c for c in cases if c.kind == "tampering"]
-    if not tampering:
-        pytest.skip("tampering is caught inside the kernel, the same at every level: graded at the host level (CONTAINED)")
-    assert len(tampering) >= 9
-    for case in tampering:
-        st = statuses[(case.student, hostile_corpus.STEM)]
-        assert (st.score or 0) <= wrong, f"{case.student} ({case.what}) scored {st.score} > {wrong}"
-    unflagged = [c.student for c in tampering if statuses[(c.student, hostile_corpus.STEM)].status != "tampered"]
-    assert not unflagged, f"not flagged for review: {unflagged}"
-    # Without the grader's defence these attacks pass tests nbgrader would count: each shows a test whose
-    # pass was not counted or whose hidden error was caught. (The lying isinstance breaks JAX itself, so
-    # every test fails on its own; it is flagged all the same.)
-    caught = set()
-    for case in tampering:
-        nb = nbformat.read(root / f"autograded/{case.student}/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb",
-                           as_version=4)
-        names = {o.get("ename") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])}
-        if names & {"NotCounted", "HiddenError"}:
-            caught.add(case.student)
-    assert {c.student for c in tampering} - caught <= {"t_patch_builtins"}, caught
+    def test_nothing_outside_the_sandbox_changes(self, corpus):
+        root, src, cases, statuses, before, after, fb, level = corpus
+        assert before == after, "the course folder (source, release, submitted, config) changed during grading"
+        for p in (root / "PWNED", Path("/usr/PWNED"), Path("/etc/PWNED")):
+            assert not p.exists(), p
+        if SANDBOX:
+            nb = nbformat.read(root / f"autograded/h_reach_out/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb", as_version=4)
+            probe = next(c for c in nb.cells if "found = []" in c.source)
+            errors = [o for o in probe.get("outputs", []) if o.get("output_type") == "error"]
+            assert not errors, [e.get("evalue") for e in errors]
 
+    def test_nothing_hidden_reaches_the_student(self, corpus):
+        root, src, cases, statuses, before, after, fb, level = corpus
+        secret = hidden_lines(*src)
+        assert len(secret) > 20
+        pages = list((root / "feedback").rglob("*.html"))
+        assert len(pages) >= len({c.student for c in cases}) - 8
+        for page in pages:
+            text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
+            leaked = [line for line in secret if line in text]
+            assert not leaked, f"{page}: {leaked[:3]}"
+        leak = root / f"feedback/h_leak_hidden_tests/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
+        assert "LEAK&gt;" in leak.read_text() or "LEAK>" in leak.read_text(), "the leaking output itself is shown, redacted"
+        # Reference solutions: a student who did not write them never sees them (the stub's page, for one).
+        solutions = {line.strip() for c in src[0].cells if is_answer(c) for line in solution_source(c.source).split("\n")
+                     if len(line.strip()) >= 12} - {line.strip() for c in src[1].cells for line in c.source.split("\n")}
+        assert solutions
+        stub_page = root / f"feedback/ref_stub/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
+        text = html.unescape(re.sub(r"<[^>]+>", "", stub_page.read_text(encoding="utf-8")))
+        assert not [line for line in solutions if line in text]
+        # Statuses and reasons go to graders, but they are checked too.
+        for st in statuses.values():
+            assert not any(line in st.reason for line in secret), st
 
-def test_nothing_outside_the_sandbox_changes(corpus):
-    root, src, cases, statuses, before, after, fb, level = corpus
-    assert before == after, "the course folder (source, release, submitted, config) changed during grading"
-    for p in (root / "PWNED", Path("/usr/PWNED"), Path("/etc/PWNED")):
-        assert not p.exists(), p
-    if SANDBOX:
-        nb = nbformat.read(root / f"autograded/h_reach_out/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb", as_version=4)
-        probe = next(c for c in nb.cells if "found = []" in c.source)
-        errors = [o for o in probe.get("outputs", []) if o.get("output_type") == "error"]
-        assert not errors, [e.get("evalue") for e in errors]
-
-
-def test_nothing_hidden_reaches_the_student(corpus):
-    root, src, cases, statuses, before, after, fb, level = corpus
-    secret = hidden_lines(*src)
-    assert len(secret) > 20
-    pages = list((root / "feedback").rglob("*.html"))
-    assert len(pages) >= len({c.student for c in cases}) - 8
-    for page in pages:
-        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8")))
-        leaked = [line for line in secret if line in text]
-        assert not leaked, f"{page}: {leaked[:3]}"
-    leak = root / f"feedback/h_leak_hidden_tests/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
-    assert "LEAK&gt;" in leak.read_text() or "LEAK>" in leak.read_text(), "the leaking output itself is shown, redacted"
-    # Reference solutions: a student who did not write them never sees them (the stub's page, for one).
-    solutions = {line.strip() for c in src[0].cells if is_answer(c) for line in solution_source(c.source).split("\n")
-                 if len(line.strip()) >= 12} - {line.strip() for c in src[1].cells for line in c.source.split("\n")}
-    assert solutions
-    stub_page = root / f"feedback/ref_stub/{hostile_corpus.PART}/{hostile_corpus.STEM}.html"
-    text = html.unescape(re.sub(r"<[^>]+>", "", stub_page.read_text(encoding="utf-8")))
-    assert not [line for line in solutions if line in text]
-    # Statuses and reasons go to graders, but they are checked too.
-    for st in statuses.values():
-        assert not any(line in st.reason for line in secret), st

@@ -104,7 +104,7 @@ def times_table(report) -> Table:
     table = Table(title=f"where {report.seconds:.1f} s went")
     table.add_column("step")
     table.add_column("seconds", justify="right")
-    for name in ("cluster start", "prepare", "reference run", "grading", "record"):
+    for name in ("cluster start", "prepare", "reference run", "waiting for the reference run", "grading", "record"):
         if name in report.times:
             table.add_row(name, f"{report.times[name]:.1f}")
     runs = report.worker_times

@@ -32,7 +32,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
     the batch can use: for one notebook, one worker thread in this process), and the reference run goes on, on
     a slot of its own, while the workers grade. Local tasks read the compilation cache as the reference run
-    fills it, cell by cell. A task sent before the reference run is done brings its integrity probes back
+    fills it, cell by cell; the workers of a remote cluster (`scheduler`) start once it is done, with the cache
+    as one pack. A task sent before the reference run is done brings its integrity probes back
     unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
     verdict rests on incomplete calibration."""
     t0 = time.perf_counter()
@@ -81,6 +82,11 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                     cache.mkdir(parents=True, exist_ok=True)
                     os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
                 refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
+                # The submissions follow the reference run, which takes the notebooks one by one in name order:
+                # a notebook's submissions start as its programs reach the cache, and by the time the workers
+                # reach the next notebook's, its reference run is well under way (students in their order).
+                order = {name: i for i, name in enumerate(sorted(names))}
+                runnable.sort(key=lambda job: order[job.notebook])
             deferred = {name: coord.static_spec(name) for name in names}
             packed: list = []
 
@@ -115,6 +121,12 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                     on_result(st)
 
             client, _ = connection.result()
+            if scheduler and cache:
+                # Workers of a remote cluster get the cache as one pack, made once the reference run is done: a
+                # task sent earlier would compile every program itself. So they start with the pack (on a real
+                # cluster the reference run uses the coordinator's machine, not theirs).
+                with _timer(times, "waiting for the reference run"):
+                    refs.result()
             waiting: list[tuple[Job, Result]] = []  # unjudged probes, until the reference run is done
             with _timer(times, "grading"):
                 for job, result in dispatch(runnable, client, make_task, cache_arg):
