@@ -15,6 +15,7 @@ from . import cachepack, integrity
 from .coordinator import Coordinator, GradeReport, Job
 from .dispatch import connect, disconnect, dispatch, gradebook_call
 from .record import Status
+from .reference import reference_order
 from .sandbox import Limits
 from .tasks import IntegritySpec, Result, Task
 
@@ -82,10 +83,10 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                     cache.mkdir(parents=True, exist_ok=True)
                     os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
                 refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
-                # The submissions follow the reference run, which takes the notebooks one by one in name order:
-                # a notebook's submissions start as its programs reach the cache, and by the time the workers
-                # reach the next notebook's, its reference run is well under way (students in their order).
-                order = {name: i for i, name in enumerate(sorted(names))}
+                # The submissions follow the reference run, which takes the notebooks one by one: a notebook's
+                # submissions start as its programs reach the cache, and by the time the workers reach the next
+                # notebook's, its reference run is well under way (students in their order).
+                order = {name: i for i, name in enumerate(reference_order(names))}
                 runnable.sort(key=lambda job: order[job.notebook])
             deferred = {name: coord.static_spec(name) for name in names}
             packed: list = []

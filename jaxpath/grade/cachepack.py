@@ -42,6 +42,11 @@ def reader_env(path: str) -> dict[str, str]:
     return {"JAX_COMPILATION_CACHE_DIR": path, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "1e12"}
 
 
+def writer_env(path: str) -> dict[str, str]:
+    """The environment of the reference kernel, which fills the cache at `path` with every program it compiles."""
+    return {"JAX_COMPILATION_CACHE_DIR": path, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
+
+
 def host_key() -> str:
     """What compiled CPU programs depend on besides what JAX's own cache key holds."""
     import jaxlib

@@ -30,6 +30,7 @@ import nbformat
 from ..cells import grade_id, is_answer, is_test
 from ..files import write_atomic
 from . import integrity
+from .cachepack import writer_env
 
 log = logging.getLogger("jaxpath.grade")
 
@@ -67,12 +68,11 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
     ref = integrity.Reference()
     try:
         with contextlib.ExitStack() as stack:
-            publish = lambda: None  # noqa: E731
+            staging = None
             if jax_cache:
                 staging = _staging(jax_cache, path.stem)
                 stack.callback(shutil.rmtree, staging, True)
-                env.update(JAX_COMPILATION_CACHE_DIR=str(staging), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-                publish = lambda: _publish(staging, jax_cache)  # noqa: E731
+                env.update(writer_env(str(staging)))
             nb = nbformat.read(path, as_version=4)
             answers = integrity.answer_names(c.source for c in nb.cells if is_answer(c))
             ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
@@ -89,8 +89,9 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                         continue
                     out = s.run(i)
                     if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
-                        publish = lambda: None  # noqa: E731
-                    publish()  # what this cell compiled, for the tasks already running
+                        staging = None
+                    if staging is not None:  # what this cell compiled, for the tasks already running
+                        _publish(staging, jax_cache)
                     if is_test(cell):
                         nonce = integrity.new_token()
                         names = integrity.relied_on(cell.source, answers)
@@ -141,6 +142,11 @@ def _publish(staging: Path, jax_cache: Path) -> None:
                 os.replace(part, target)
 
 
+def reference_order(notebooks) -> list[str]:
+    """The order in which `run_references` runs one worker's notebooks (the batch sends submissions in it too)."""
+    return sorted(notebooks)
+
+
 def run_references(source: Path, notebooks: set[str], *, store: Path, grader_version: str, cell_timeout: int,
                    jax_cache: Path | None = None, workers: int = 1) -> dict[str, integrity.Reference]:
     """The reference runs of the named notebooks of one assignment's source folder, several at a time; the
@@ -154,7 +160,7 @@ def run_references(source: Path, notebooks: set[str], *, store: Path, grader_ver
                                        jax_cache=jax_cache)
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(one, sorted(notebooks)))
+        list(pool.map(one, reference_order(notebooks)))
     if jax_cache and jax_cache.exists():
         for p in [jax_cache, *jax_cache.rglob("*")]:
             os.chmod(p, 0o755 if p.is_dir() else 0o644)
