@@ -5,16 +5,23 @@ time, and checks that both gave identical scores cell by cell. A benchmark, not 
 are noisy, so compare numbers from one run only.
 
     .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class cluster] [--workers 2] [--times]
+                                               [--rootless]
+
+With `--rootless` (as root, where tests/as_user.py can make an ordinary account), each scenario's batch is also
+graded from a fresh copy by that account at the `rootless+rlimits` level, the whole grader running without root,
+beside the same nbgrader run: the ratio at each level, and identical scores at every level.
 
 The `cluster` scenario compares jaxpath with itself: one batch graded on the local cluster and, from a fresh
 copy, through `--scheduler` on a Dask scheduler with worker processes started on loopback (as on a cluster:
-no shared folder, the warmed compilation cache reaches the workers as a scattered pack). It prints the time per
-notebook on each path, their ratio, and whether scores and statuses are identical.
+no shared folder, the warmed compilation cache reaches the workers as a scattered pack): a cold batch on each
+path, then regrades interleaved between the paths (ROUNDS each). It prints the time per notebook on each path
+(the median of the regrades), their ratio, and whether scores and statuses are identical on every batch.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -33,6 +40,7 @@ from jaxpath.sample import SAMPLE_CHAPTERS, answers_from_source, make_sample_cla
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+ROOTLESS = "rootless+rlimits"
 
 
 def scores(db_url: str, part: str) -> dict:
@@ -85,8 +93,10 @@ def class_copy(config: Config, dest: Path, students: int, chapters, kinds) -> tu
     return part, sorted((dest / "submitted").rglob("*.ipynb"))
 
 
-def run_scenario(config: Config, name: str, workers: int, times: bool) -> tuple[float, float, bool, int]:
-    """(nbgrader seconds, jaxpath seconds, identical scores, notebooks) for one scenario, side by side."""
+def run_scenario(config: Config, name: str, workers: int, times: bool, rootless: bool = False) -> bool:
+    """One scenario, side by side: stock nbgrader, then jaxpath at the best level the host gives and (with
+    `rootless`) jaxpath run by an ordinary account, each from a course never graded. True when every jaxpath
+    run gave nbgrader's scores cell by cell."""
     dest = config.build / "bench-grade" / name.replace(" ", "-")
     part, notebooks = class_copy(config, dest, *SCENARIOS[name])
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
@@ -98,21 +108,58 @@ def run_scenario(config: Config, name: str, workers: int, times: bool) -> tuple[
                     "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
                    capture_output=True)
     t_nbgrader = time.perf_counter() - t0
+    expected = scores(nb_db, part)
     for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
         shutil.rmtree(dest / "build" / d, ignore_errors=True)
     t0 = time.perf_counter()
     report = grade(Config.load(dest), part, workers=workers, force=True, sandbox=sandbox_problem() is None)
     t_jaxpath = time.perf_counter() - t0
-    same = scores(nb_db, part) == scores(Config.load(dest).db_url, part)
+    same = expected == scores(Config.load(dest).db_url, part)
     print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
-          f"{t_nbgrader / t_jaxpath:5.2f}x   identical scores: {same}", flush=True)
+          f"{t_nbgrader / t_jaxpath:5.2f}x   at {report.isolation}   identical scores: {same}", flush=True)
     if times:
         from rich.console import Console
 
         from jaxpath.cli.grade import times_table
 
         Console(width=100).print(times_table(report))
-    return t_nbgrader, t_jaxpath, same, len(notebooks)
+    if rootless:
+        t_user, got, level = grade_rootless(config, name, workers)
+        ok = got == expected
+        print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_user:6.1f} s   "
+              f"{t_nbgrader / t_user:5.2f}x   at {level} (an ordinary account)   identical scores: {ok}   "
+              f"{ROOTLESS} / {report.isolation}: {t_user / t_jaxpath:.2f}", flush=True)
+        same &= ok
+    return same
+
+
+def grade_rootless(config: Config, name: str, workers: int) -> tuple[float, dict, str]:
+    """(seconds, scores, level): the scenario's batch graded from a fresh copy of the course, never graded, by an
+    ordinary account made for the run (tests/as_user.py), at the rootless level: the whole grader without root."""
+    import tempfile
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import as_user
+
+    why = as_user.can_run()
+    if why:
+        raise SystemExit(f"--rootless: {why}")
+    base = Path(tempfile.mkdtemp(prefix="jaxpath-bench-rootless-"))
+    os.chmod(base, 0o755)  # the account must reach its course
+    try:
+        dest = base / "course"
+        part, _ = class_copy(config, dest, *SCENARIOS[name])
+        with as_user.ordinary_user() as user:
+            user.give(dest)
+            out = user.home / "statuses.json"
+            r = user.run([sys.executable, str(ROOT / "tests" / "grade_as.py"), str(dest), part, str(out), ROOTLESS,
+                          "{}", str(workers)], env={"PYTHONPATH": str(ROOT / "tests")}, cwd=dest)
+            if r.returncode != 0:
+                raise SystemExit(f"grading as an ordinary account failed:\n{r.stderr[-3000:]}")
+            data = json.loads(out.read_text())
+        return data["seconds"], scores(Config.load(dest).db_url, part), data["isolation"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @contextlib.contextmanager
@@ -126,10 +173,11 @@ def loopback_cluster(workers: int, cwd: Path):
     address = f"tcp://127.0.0.1:{port}"
     quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
     procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], **quiet)]
+                               "--no-dashboard",
+                               "--dashboard-address", "127.0.0.1:0"], **quiet)]
     try:
         procs.append(subprocess.Popen([BIN / "dask", "worker", address, "--nworkers", str(workers), "--nthreads", "1",
-                                       "--no-dashboard"], **quiet))
+                                       "--host", "127.0.0.1", "--no-dashboard"], **quiet))
         with Client(address, timeout="60s") as client:
             client.wait_for_workers(workers, timeout=120)
         yield address
@@ -142,39 +190,55 @@ def loopback_cluster(workers: int, cwd: Path):
 
 CLUSTER = (6, SAMPLE_CHAPTERS[:1], ["correct", "partly_wrong", "stub"])
 """The cluster scenario's batch: six submissions of one chapter, graded once per path from a course never graded."""
+ROUNDS = 3
+"""Regrades per path in the cluster scenario, interleaved (local, scheduler, then scheduler, local, ...): on a
+shared machine one batch's time per notebook swings by a third from run to run, so the paths are compared by
+their medians, each round taken in the same minutes for both."""
 
 
 def run_cluster(config: Config, workers: int, times: bool) -> bool:
-    """One batch on the local cluster and through `--scheduler`, each from a fresh copy, then the same batch
-    regraded (`--force`: the reference run saved, the cache warm from the first task): per-notebook times."""
-    per_nb, outcome = {}, {}
-    for path in ("local", "scheduler"):
-        dest = config.build / "bench-grade" / f"cluster-{path}"
-        part, notebooks = class_copy(config, dest, *CLUSTER)
-        for d in ("jax-cache", "grading"):
-            shutil.rmtree(dest / "build" / d, ignore_errors=True)
-        with contextlib.ExitStack() as stack:
-            address = stack.enter_context(loopback_cluster(workers, dest)) if path == "scheduler" else None
-            for batch in ("cold", "regrade"):
-                report = grade(Config.load(dest), part, workers=workers, scheduler=address, force=True,
-                               sandbox=sandbox_problem() is None)
-                ran = [s for s in report.results if s.seconds]
-                per_nb[path, batch] = sum(s.seconds for s in ran) / len(ran)
-                outcome[path, batch] = {(s.student, s.notebook): (str(s.status), s.score) for s in report.results}
-                print(f"cluster  {len(notebooks):3} notebooks   {path:9}  {batch:7}  batch {report.seconds:6.1f} s   "
-                      f"{per_nb[path, batch]:5.2f} s per notebook   compiled programs read from the cache by "
-                      f"{report.served_by_cache} of {len(ran)} notebooks", flush=True)
-                if times:
-                    from rich.console import Console
+    """One batch on the local cluster and through `--scheduler`, each from a fresh copy (cold), then the same
+    batch regraded ROUNDS times per path, interleaved (`--force`: the reference run saved, the cache warm):
+    time per notebook per path, the medians' ratio, and identical scores and statuses on every run."""
+    import statistics
 
-                    from jaxpath.cli.grade import times_table
+    per_nb: dict[tuple[str, str], list[float]] = {}
+    outcome, dests = {}, {}
+    with contextlib.ExitStack() as stack:
+        for path in ("local", "scheduler"):
+            dests[path] = dest = config.build / "bench-grade" / f"cluster-{path}"
+            part, notebooks = class_copy(config, dest, *CLUSTER)
+            for d in ("jax-cache", "grading"):
+                shutil.rmtree(dest / "build" / d, ignore_errors=True)
+        address = stack.enter_context(loopback_cluster(workers, dests["scheduler"]))
+        plan = [("local", "cold"), ("scheduler", "cold")]
+        for r in range(ROUNDS):
+            pair = [("local", "regrade"), ("scheduler", "regrade")]
+            plan += pair if r % 2 == 0 else pair[::-1]
+        for path, batch in plan:
+            report = grade(Config.load(dests[path]), part, workers=workers, force=True,
+                           scheduler=address if path == "scheduler" else None, sandbox=sandbox_problem() is None)
+            ran = [s for s in report.results if s.seconds]
+            mean = sum(s.seconds for s in ran) / len(ran)
+            per_nb.setdefault((path, batch), []).append(mean)
+            outcome[path, batch, len(per_nb[path, batch])] = {(s.student, s.notebook): (str(s.status), s.score)
+                                                              for s in report.results}
+            print(f"cluster  {len(notebooks):3} notebooks   {path:9}  {batch:7}  batch {report.seconds:6.1f} s   "
+                  f"{mean:5.2f} s per notebook   compiled programs read from the cache by "
+                  f"{report.served_by_cache} of {len(ran)} notebooks", flush=True)
+            if times:
+                from rich.console import Console
 
-                    Console(width=100).print(times_table(report))
+                from jaxpath.cli.grade import times_table
+
+                Console(width=100).print(times_table(report))
     same = len({frozenset(v.items()) for v in outcome.values()}) == 1
     for batch in ("cold", "regrade"):
-        print(f"cluster  {batch:7}  --scheduler / local per notebook: "
-              f"{per_nb['scheduler', batch] / per_nb['local', batch]:.2f}", flush=True)
-    print(f"cluster  identical scores and statuses on both paths, both batches: {same}", flush=True)
+        local, remote = (statistics.median(per_nb[p, batch]) for p in ("local", "scheduler"))
+        n = len(per_nb["local", batch])
+        print(f"cluster  {batch:7}  per notebook{' (median of %d)' % n if n > 1 else ''}: local {local:.2f} s, "
+              f"--scheduler {remote:.2f} s, --scheduler / local {remote / local:.2f}", flush=True)
+    print(f"cluster  identical scores and statuses on both paths, every batch: {same}", flush=True)
     return same
 
 
@@ -183,6 +247,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--scenario", nargs="+", choices=[*SCENARIOS, "cluster"], default=[*SCENARIOS, "cluster"])
     ap.add_argument("--times", action="store_true", help="print where jaxpath's seconds went in each scenario")
+    ap.add_argument("--rootless", action="store_true",
+                    help="also grade each scenario as an ordinary account, at the rootless level (needs root)")
     args = ap.parse_args()
     os.environ.pop("JAXPATH_COMPILE_CACHE", None)  # every scenario starts with the course's own, empty cache
     config = Config.load(ROOT)
@@ -197,8 +263,7 @@ def main() -> int:
         if name == "cluster":
             ok &= run_cluster(config, args.workers, args.times)
             continue
-        _, _, same, _ = run_scenario(config, name, args.workers, args.times)
-        ok &= same
+        ok &= run_scenario(config, name, args.workers, args.times, args.rootless)
     return 0 if ok else 1
 
 

@@ -1,4 +1,4 @@
-"""`python tests/grade_as.py ROOT PART OUT.json LEVEL [limits as JSON]`: grade ROOT's PART at isolation level
+"""`python tests/grade_as.py ROOT PART OUT.json LEVEL [limits as JSON] [workers]`: grade ROOT's PART at isolation level
 LEVEL and write the statuses as JSON to OUT.json. The tests of the rootless level run it as an ordinary
 account (tests/as_user.py), so the whole grader, not only the kernels, runs without root."""
 from __future__ import annotations
@@ -17,9 +17,10 @@ from jaxpath.grade import Limits, grade
 def main(argv: list[str]) -> int:
     root, part, out, level = Path(argv[0]), argv[1], Path(argv[2]), argv[3]
     limits = Limits(**json.loads(argv[4])) if len(argv) > 4 else Limits()
+    workers = int(argv[5]) if len(argv) > 5 else 2
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")  # and the batch's isolation line
     t0 = time.perf_counter()
-    report = grade(Config.load(root), part, workers=2, limits=limits, isolation=level, force=True)
+    report = grade(Config.load(root), part, workers=workers, limits=limits, isolation=level, force=True)
     rows = [{k: v for k, v in dataclasses.asdict(s).items() if k != "graded_at"} for s in report.results]
     out.write_text(json.dumps({"isolation": report.isolation, "seconds": time.perf_counter() - t0, "results": rows}))
     return 0

@@ -255,11 +255,13 @@ def test_grading_through_a_dask_scheduler(tmp_path):
     expected = synthetic_class(root)
     port = _free_port()
     procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+                               "--no-dashboard",
+                               "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     try:
         for _ in range(2):
             procs.append(subprocess.Popen([BIN / "dask", "worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1",
-                                           "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           "--host", "127.0.0.1", "--no-dashboard"],
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                           cwd=tmp_path))
         from distributed import Client
         deadline = time.time() + 60
@@ -517,3 +519,24 @@ def test_a_uid_is_cleared_of_leftover_processes_before_it_is_reused():
         for p in procs:
             p.kill()
             p.wait()
+
+
+@pytest.mark.parametrize("in_process", [False, True])
+def test_the_local_cluster_listens_on_loopback_only(in_process):
+    """Dask's defaults put the scheduler's HTTP server on 0.0.0.0:8787 and the workers on every interface: a
+    grader's machine must not offer either to its network while it grades (nor fight another cluster for 8787)."""
+    import psutil
+
+    from jaxpath.grade.dispatch import connect, disconnect
+
+    client, cluster = connect(2, in_process=in_process)
+    try:
+        me = psutil.Process()
+        ours = {me.pid} | {p.pid for p in me.children(recursive=True)}
+        listening = [c.laddr for c in psutil.net_connections("inet")
+                     if c.status == psutil.CONN_LISTEN and c.pid in ours]
+        assert listening  # the scheduler's HTTP server at least
+        assert all(a.ip in ("127.0.0.1", "::1") for a in listening), listening
+        assert all(a.port != 8787 for a in listening), listening
+    finally:
+        disconnect(client, cluster)

@@ -65,8 +65,12 @@ def connect(workers: int, scheduler: str | None = None, *, in_process: bool = Fa
 
     if scheduler:
         return Client(scheduler, timeout="30s"), None
+    # Everything the local cluster listens on is on loopback and on a free port: Dask's defaults host the
+    # scheduler's HTTP server on 0.0.0.0:8787 (warning when another cluster holds it) and the workers on 0.0.0.0.
+    where = {} if in_process else {"host": "127.0.0.1"}  # in process, the scheduler and worker talk in memory
     cluster = LocalCluster(n_workers=1 if in_process else workers, threads_per_worker=1, processes=not in_process,
-                           dashboard_address=None, silence_logs=logging.ERROR)
+                           dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+                           silence_logs=logging.ERROR, **where)
     return Client(cluster), cluster
 
 

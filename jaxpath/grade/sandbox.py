@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -135,6 +136,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         return list(self.sandbox_prefix) + super().format_kernel_cmd(extra_arguments)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
+        # What the kernel process writes to its own stdout and stderr (ipykernel's connection banner, C-level
+        # warnings, whatever a student writes to fd 2) is nobody's output: the notebook's output comes over the
+        # kernel's channels. Inherited, it landed in the grader's terminal, through its progress bar.
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        kw.setdefault("stderr", subprocess.DEVNULL)
         await super()._async_launch_kernel(kernel_cmd, **kw)
         process = getattr(self.provisioner, "process", None)
         if self.on_launch is not None and process is not None:
