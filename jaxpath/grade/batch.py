@@ -7,15 +7,15 @@ import logging
 import os
 import time
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from ..config import Config
-from . import cachepack, integrity
+from . import cachepack
 from .coordinator import Coordinator, GradeReport, Job
-from .dispatch import connect, disconnect, dispatch, gradebook_call
+from .dispatch import Gate, connect, disconnect, dispatch, gradebook_call
 from .record import Status
-from .reference import reference_order
+from .reference import ReferenceRuns, reference_order
 from .sandbox import Limits
 from .tasks import IntegritySpec, Result, Task
 
@@ -31,12 +31,15 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
 
     The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
-    the batch can use: for one notebook, one worker thread in this process), and the reference run goes on, on
-    a slot of its own, while the workers grade. Local tasks read the compilation cache as the reference run
-    fills it, cell by cell; the workers of a remote cluster (`scheduler`) start once it is done, with the cache
-    as one pack. A task sent before the reference run is done brings its integrity probes back
-    unjudged; the coordinator judges them (and records that notebook) once the reference is done, so no
-    verdict rests on incomplete calibration."""
+    the batch can use: for one notebook, one worker thread in this process), and the reference runs (one per
+    notebook, as many at once as there are cores and notebooks) go on while the workers grade, on the cores
+    they leave free. A notebook's submissions follow its reference run: sent once it is done, they carry its
+    calibration and read the compilation cache it filled; sent onto an idle core before, they read what it has
+    published so far, cell by cell, and bring their integrity probes back unjudged, which the coordinator
+    judges (and records that notebook) once the reference is done, so no verdict rests on incomplete
+    calibration. The workers of a remote cluster (`scheduler`) start once every reference run is done, with the
+    cache as one pack.
+    """
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
     # The warmed compilation cache: a folder on this machine, mounted read-only by local workers; packed and
@@ -62,6 +65,16 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
             n = workers or max(1, os.cpu_count() or 1)
             connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler,
                                            in_process=len(todo) == 1)
+            # The reference runs start before the submissions are prepared, as many at once as there are cores
+            # and notebooks; notebooks saved and current (a regrade) are calibrated and warm from the start.
+            if cache:
+                cache.mkdir(parents=True, exist_ok=True)
+                os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
+            names = {job.notebook for job in todo}
+            cores = _cores()
+            gate = _ReferenceGate(cores, remote=bool(scheduler))
+            refs = gate.refs = coord.reference_runs(names, workers=min(len(names), cores),
+                                                    on_done=lambda: gate.events.put(None))
         runnable = []
         for job in todo:
             with _timer(times, "prepare"):
@@ -73,27 +86,16 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
             else:
                 runnable.append(job)
         if runnable:
+            # The submissions follow the reference runs notebook by notebook, students in their order.
             names = {job.notebook for job in runnable}
-            saved = coord.saved_references(names)  # a regrade: calibrated and warmed before the first task
-            if saved is not None:
-                refs = Future()
-                refs.set_result(saved)
-            else:
-                if cache:
-                    cache.mkdir(parents=True, exist_ok=True)
-                    os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
-                refs = background.submit(_timed, times, "reference run", coord.references, names, workers=1)
-                # The submissions follow the reference run, which takes the notebooks one by one: a notebook's
-                # submissions start as its programs reach the cache, and by the time the workers reach the next
-                # notebook's, its reference run is well under way (students in their order).
-                order = {name: i for i, name in enumerate(reference_order(names))}
-                runnable.sort(key=lambda job: order[job.notebook])
+            order = {name: i for i, name in enumerate(reference_order(names))}
+            runnable.sort(key=lambda job: order[job.notebook])
             deferred = {name: coord.static_spec(name) for name in names}
             packed: list = []
 
             def make_task(job: Job) -> Task:
-                if refs.done():
-                    ref = refs.result().get(job.notebook, integrity.Reference())
+                if refs.done(job.notebook):
+                    ref = refs.result(job.notebook)
                     job.task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
                 else:  # the cache fills as the reference run goes (reference._publish): read what is there
                     job.task.integrity = deferred[job.notebook]
@@ -103,7 +105,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
 
             def cache_arg(job: Job):
                 """The scattered pack of the warmed cache, for a remote cluster's tasks sent after the reference run."""
-                if not (scheduler and cache and refs.done() and job.task.integrity and not job.task.integrity.deferred):
+                if not (scheduler and cache and refs.all_done() and job.task.integrity
+                        and not job.task.integrity.deferred):
                     return None
                 if not packed:
                     p = cachepack.pack(cache) if cache.is_dir() else None
@@ -112,7 +115,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 return packed[0]
 
             def record(job: Job, result: Result) -> None:
-                ref = refs.result().get(job.notebook, integrity.Reference()) if result.probes else None
+                ref = refs.result(job.notebook) if result.probes else None
                 with _timer(times, "record"):
                     st = call(coord.record, job, result, ref, what=f"recording {job.student}/{part}/{job.notebook}.ipynb")
                 report.results.append(st)
@@ -127,26 +130,57 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                 # task sent earlier would compile every program itself. So they start with the pack (on a real
                 # cluster the reference run uses the coordinator's machine, not theirs).
                 with _timer(times, "waiting for the reference run"):
-                    refs.result()
-            waiting: list[tuple[Job, Result]] = []  # unjudged probes, until the reference run is done
+                    refs.wait()
+            waiting: list[tuple[Job, Result]] = []  # unjudged probes, until their notebook's reference is done
             with _timer(times, "grading"):
-                for job, result in dispatch(runnable, client, make_task, cache_arg):
+                for job, result in dispatch(runnable, client, make_task, cache_arg, gate):
                     waiting.append((job, result))
-                    ready = refs.done()
-                    for item in [w for w in waiting if ready or not w[1].probes]:
+                    for item in [w for w in waiting if not w[1].probes or refs.done(w[0].notebook)]:
                         waiting.remove(item)
                         record(*item)
-                refs.result()
+                refs.wait()
                 for item in waiting:
                     record(*item)
+            if refs.seconds:
+                times["reference run"] = refs.seconds
     finally:
         if connection is not None:
             with contextlib.suppress(Exception):
                 disconnect(*connection.result())
         background.shutdown(wait=True, cancel_futures=True)
+        if refs is not None:
+            refs.close()  # a batch that stops early: the runs not started are cancelled, the running ones end
         coord.store.dispose()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+class _ReferenceGate(Gate):
+    """Tasks beside the reference runs. While they run, no more tasks than the cores they leave free, first those
+    whose notebook's reference is done: a task sent earlier compiles what its reference has not yet published,
+    which on a busy machine is the same work done twice, so it is sent only onto a core that would idle. On a
+    remote cluster none is sent before all are done (they then carry the pack)."""
+
+    def __init__(self, cores: int, remote: bool):
+        super().__init__()
+        self.cores, self.remote = cores, remote
+        self.refs: ReferenceRuns | None = None
+
+    def limit(self, slots: int) -> int:
+        if self.refs is None or self.refs.all_done():
+            return slots
+        return 0 if self.remote else max(0, self.cores - self.refs.busy())
+
+    def pick(self, waiting: list[Job]) -> int:
+        return next((i for i, job in enumerate(waiting) if self.refs is None or self.refs.done(job.notebook)), 0)
+
+
+def _cores() -> int:
+    """The CPUs this process may run on (its affinity, which a container or `taskset` narrows)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _timed(times: dict[str, float], name: str, fn, *args, **kw):

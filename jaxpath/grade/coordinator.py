@@ -19,7 +19,7 @@ from ..errors import GradeError
 from ..files import write_atomic
 from . import integrity, record
 from .record import Status, StatusStore
-from .reference import run_references, saved_reference
+from .reference import ReferenceRuns, run_reference, saved_reference
 from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, host_level
@@ -307,24 +307,25 @@ class Coordinator:
         return Path(self.coursedir.root) / self.coursedir.autograded_directory / job.student / self.part
 
     # -- the reference run: calibrate the integrity checks, warm the compilation cache ----------------
-    def references(self, notebooks: set[str], workers: int = 1) -> dict[str, integrity.Reference]:
-        """The reference run of each notebook (jaxpath.grade.reference), kept in build/grading/."""
-        return run_references(Path(self.coursedir.root) / self.coursedir.source_directory / self.part, notebooks,
-                              store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
-                              cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, workers=workers)
-
-    def saved_references(self, notebooks: set[str]) -> dict[str, integrity.Reference] | None:
-        """The reference runs of these notebooks when every one is saved and current (a regrade), else None."""
+    def reference_runs(self, notebooks: set[str], *, workers: int = 1, on_done=None) -> ReferenceRuns:
+        """The reference run of each notebook that has a source (jaxpath.grade.reference), kept in build/grading/:
+        those saved and current are done at once, the others start `workers` at a time."""
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
-        out = {}
+        store = self.config.build / "grading" / self.part
+
+        def one(name: str) -> integrity.Reference:
+            return run_reference(src / f"{name}.ipynb", store=store, grader_version=GRADER_VERSION,
+                                 cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache)
+
+        notebooks = {name for name in notebooks if (src / f"{name}.ipynb").exists()}  # a renamed file has none
+        saved = {}
         for name in notebooks:
-            path = src / f"{name}.ipynb"
-            ref = saved_reference(path, store=self.config.build / "grading" / self.part, grader_version=GRADER_VERSION,
-                                  jax_cache=self.jax_cache) if path.exists() else None
-            if ref is None:
-                return None
-            out[name] = ref
-        return out
+            ref = saved_reference(src / f"{name}.ipynb", store=store, grader_version=GRADER_VERSION,
+                                  jax_cache=self.jax_cache)
+            if ref is not None:
+                saved[name] = ref
+        return ReferenceRuns(one, notebooks, workers=min(workers, max(1, len(notebooks) - len(saved))), saved=saved,
+                             jax_cache=self.jax_cache, on_done=on_done)
 
     def static_spec(self, name: str) -> IntegritySpec:
         """The integrity checks a task can run before the reference run of its notebook is done: the prelude

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import queue
 import time
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -80,33 +81,56 @@ def disconnect(client, cluster) -> None:
         cluster.close()
 
 
+class Gate:
+    """How many tasks may be in flight, and which goes next. This one: as many as the workers have threads, in
+    the order given. A batch's own gate holds tasks back while reference runs hold cores (grade/batch.py).
+    Anything put into `events` makes the dispatcher look at `limit()` again."""
+
+    def __init__(self):
+        self.events: queue.SimpleQueue = queue.SimpleQueue()
+
+    def limit(self, slots: int) -> int:
+        return slots
+
+    def pick(self, waiting: list[Job]) -> int:
+        return 0
+
+
 def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
-             extra: Callable[[Job], object] | None = None) -> Iterator[tuple[Job, Result]]:
+             extra: Callable[[Job], object] | None = None, gate: Gate | None = None) -> Iterator[tuple[Job, Result]]:
     """Run the jobs' tasks on the client's workers; yield (job, result) as each finishes.
 
     A task is made (`make_task(job)`) only when it is sent, and no more are in flight than the workers have
-    threads: a task sent after the reference run finished carries its calibration and the warmed cache.
-    `extra(job)`, when not None, is passed to the worker as a second argument (the scattered cache pack)."""
-    from distributed import as_completed
-
+    threads or the `gate` allows: a task sent after its notebook's reference run finished carries its
+    calibration and reads the warmed cache. `extra(job)`, when not None, is passed to the worker as a second
+    argument (the scattered cache pack). The dispatcher waits on events (a task done, the gate's own), never on
+    a clock."""
+    gate = gate or Gate()
     waiting = list(jobs)
-    by_key: dict[str, Job] = {}
+    inflight: dict[str, tuple[object, Job]] = {}
     slots = max(1, sum(client.nthreads().values()) or 1)
 
-    def send(job: Job):
+    def send(job: Job) -> None:
         job.task = make_task(job)
         key = f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-{time.time_ns()}"
         arg = extra(job) if extra else None
         args = (job.task,) if arg is None else (job.task, arg)
         fut = client.submit(run_task, *args, key=key, pure=False, retries=0)
-        by_key[fut.key] = job
-        return fut
+        inflight[fut.key] = (fut, job)
+        fut.add_done_callback(gate.events.put)
 
-    running = as_completed([send(waiting.pop(0)) for _ in range(min(slots, len(waiting)))])
-    for fut in running:
-        job = by_key.pop(fut.key)
-        if waiting:  # keep the workers busy while the coordinator records
-            running.add(send(waiting.pop(0)))
+    def top_up() -> None:  # keep the workers busy while the coordinator records
+        while waiting and len(inflight) < min(slots, gate.limit(slots)):
+            send(waiting.pop(gate.pick(waiting)))
+
+    top_up()
+    while inflight or waiting:
+        item = gate.events.get()  # a task done, or the gate's own event (nothing running: the gate opening)
+        if getattr(item, "key", None) not in inflight:
+            top_up()
+            continue
+        fut, job = inflight.pop(item.key)
+        top_up()
         try:
             result = fut.result()
         except Exception as e:

@@ -22,8 +22,11 @@ import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable, Iterable
 
 import nbformat
 
@@ -143,25 +146,80 @@ def _publish(staging: Path, jax_cache: Path) -> None:
 
 
 def reference_order(notebooks) -> list[str]:
-    """The order in which `run_references` runs one worker's notebooks (the batch sends submissions in it too)."""
+    """The order in which `ReferenceRuns` starts a batch's notebooks (the batch sends submissions in it too)."""
     return sorted(notebooks)
 
 
-def run_references(source: Path, notebooks: set[str], *, store: Path, grader_version: str, cell_timeout: int,
-                   jax_cache: Path | None = None, workers: int = 1) -> dict[str, integrity.Reference]:
-    """The reference runs of the named notebooks of one assignment's source folder, several at a time; the
-    compilation cache is then made readable to the sandboxed kernels (which run as other uids)."""
-    refs: dict[str, integrity.Reference] = {}
+class ReferenceRuns:
+    """The reference runs of one batch, `workers` at a time in `reference_order`, each notebook's result there as
+    soon as its own run is done: that notebook's submissions can then go calibrated and warm while the next
+    notebook's reference still runs. `saved` holds the notebooks already calibrated (a regrade): done from the
+    start. `on_done` is called after each run, in the thread that ran it; after the last one, once the cache has
+    been made readable to the sandboxed kernels (which run as other uids) and `all_done()` is true."""
 
-    def one(name: str) -> None:
-        path = source / f"{name}.ipynb"
-        if path.exists():
-            refs[name] = run_reference(path, store=store, grader_version=grader_version, cell_timeout=cell_timeout,
-                                       jax_cache=jax_cache)
+    def __init__(self, run_one: Callable[[str], integrity.Reference | None], notebooks: Iterable[str], *,
+                 workers: int = 1, saved: dict[str, integrity.Reference] | None = None,
+                 jax_cache: Path | None = None, on_done: Callable[[], None] | None = None):
+        saved = saved or {}
+        self.workers = max(1, workers)
+        self.seconds = 0.0
+        """Wall time from the first run's start to the last one's end (0 when every notebook was saved)."""
+        self._jax_cache, self._on_done, self._t0 = jax_cache, on_done, time.perf_counter()
+        self._all = threading.Event()
+        self._lock = threading.Lock()
+        self._futures: dict[str, Future] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        todo = [name for name in reference_order(notebooks) if name not in saved]
+        for name, ref in saved.items():
+            self._futures[name] = done = Future()
+            done.set_result(ref)
+        self._left = len(todo)
+        if not todo:
+            self._all.set()
+            return
+        self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jaxpath-reference")
+        for name in todo:
+            self._futures[name] = fut = self._pool.submit(run_one, name)
+            fut.add_done_callback(self._finished)
 
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        list(pool.map(one, reference_order(notebooks)))
-    if jax_cache and jax_cache.exists():
-        for p in [jax_cache, *jax_cache.rglob("*")]:
-            os.chmod(p, 0o755 if p.is_dir() else 0o644)
-    return refs
+    def _finished(self, _fut) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            if self._jax_cache and self._jax_cache.exists():
+                for p in [self._jax_cache, *self._jax_cache.rglob("*")]:
+                    with contextlib.suppress(OSError):
+                        os.chmod(p, 0o755 if p.is_dir() else 0o644)
+            self.seconds = time.perf_counter() - self._t0
+            self._all.set()
+        if self._on_done is not None:
+            self._on_done()
+
+    def done(self, name: str) -> bool:
+        """Whether the notebook's reference run is over (a notebook outside the batch counts as done)."""
+        fut = self._futures.get(name)
+        return fut is None or fut.done()
+
+    def result(self, name: str) -> integrity.Reference:
+        """The notebook's reference (waiting for it); an empty one for a notebook without a source."""
+        fut = self._futures.get(name)
+        return (fut.result() if fut is not None else None) or integrity.Reference()
+
+    def busy(self) -> int:
+        """How many reference kernels run now or are about to: the cores they hold."""
+        with self._lock:
+            return min(self.workers, self._left)
+
+    def all_done(self) -> bool:
+        return self._all.is_set()
+
+    def close(self) -> None:
+        """Cancel the runs not started yet and wait for the running ones (a run is never cut off mid-write)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def wait(self) -> dict[str, integrity.Reference]:
+        """Every reference, once all are done (re-raising a run's error)."""
+        self._all.wait()
+        return {name: fut.result() for name, fut in self._futures.items() if fut.result() is not None}

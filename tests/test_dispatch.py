@@ -1,0 +1,198 @@
+"""How a batch schedules its tasks beside its reference runs (grade/dispatch.py, grade/reference.py,
+grade/batch.py): the gate that holds tasks back while reference runs hold the cores, the order tasks go in,
+and the reference runs of one batch finishing one notebook at a time. No kernel runs here: the worker's
+`run_task` is replaced by a function that records what it was given, and the reference runs by functions that
+wait on events, so every check is of an order of events, never of a duration."""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import pytest
+
+from jaxpath.grade import dispatch as dispatch_mod
+from jaxpath.grade.batch import _ReferenceGate
+from jaxpath.grade.coordinator import Job
+from jaxpath.grade.dispatch import Gate, disconnect, dispatch
+from jaxpath.grade.integrity import Reference
+from jaxpath.grade.reference import ReferenceRuns
+from jaxpath.grade.statuses import GradeStatus
+from jaxpath.grade.tasks import Result, Task
+
+FINISHED: list[str] = []
+
+
+def fake_run_task(task: Task) -> Result:
+    """Stands in for the worker: runs nothing, and says it is done before its future completes (so a task the
+    dispatcher still counts as in flight is never missing from FINISHED)."""
+    FINISHED.append(task.id)
+    return Result(task.id, task.notebook, GradeStatus.GRADED)
+
+
+@pytest.fixture
+def client(monkeypatch):
+    """A Dask client of two worker threads in this process, whose tasks run `fake_run_task`."""
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    monkeypatch.setattr(dispatch_mod, "run_task", fake_run_task)
+    FINISHED.clear()
+    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0",
+                           worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    c = Client(cluster)
+    try:
+        yield c
+    finally:
+        disconnect(c, cluster)
+
+
+def jobs(*names: str) -> list[Job]:
+    return [Job(f"s{i}", nb, None) for i, nb in enumerate(names)]
+
+
+class Run:
+    """Sends and results, in the order they happened (both in the thread that consumes `dispatch`). At each
+    send, `in_flight` gets how many tasks would then be running: those sent and not finished, plus this one
+    (at most what the dispatcher counts; never more)."""
+
+    def __init__(self, gate=None):
+        self.gate, self.sent, self.done, self.in_flight = gate, [], [], []
+
+    def make_task(self, job: Job) -> Task:
+        if self.gate is not None:
+            assert self.gate.open, f"{job.student} was sent while the gate was closed"
+        task = Task(f"demo/{job.student}/{job.notebook}", "{}")
+        self.in_flight.append(len(self.sent) - len(FINISHED) + 1)
+        self.sent.append(job.student)
+        return task
+
+    def __call__(self, client, todo):
+        for job, result in dispatch(todo, client, self.make_task, gate=self.gate):
+            assert result.status == GradeStatus.GRADED
+            self.done.append(job.student)
+        return self
+
+
+class OpensOnce(Gate):
+    """Closed the first time the dispatcher asks; it then opens and says so through its event queue, as a
+    batch's gate does when a reference run ends. Picks the last waiting job first."""
+
+    def __init__(self):
+        super().__init__()
+        self.open, self.asked = False, 0
+
+    def limit(self, slots: int) -> int:
+        self.asked += 1
+        if not self.open:
+            self.open = True  # from the next question on
+            self.events.put(None)
+            return 0
+        return 1
+
+    def pick(self, waiting: list[Job]) -> int:
+        return len(waiting) - 1
+
+
+def test_nothing_is_sent_while_the_gate_is_closed_and_its_event_wakes_the_dispatcher(client):
+    gate = OpensOnce()
+    run = Run(gate)(client, jobs("a", "a", "b"))
+    assert run.sent == ["s2", "s1", "s0"]  # the gate's pick, not the list's order
+    assert sorted(run.done) == ["s0", "s1", "s2"]
+    assert max(run.in_flight) == 1  # the gate allows one, the workers two
+    assert gate.asked >= 2
+
+
+def test_the_default_gate_sends_in_order_up_to_the_workers_threads(client):
+    run = Run()(client, jobs("a", "b", "c", "d"))
+    assert run.sent == ["s0", "s1", "s2", "s3"] and sorted(run.done) == run.sent
+    assert max(run.in_flight) <= 2  # never more than the workers' two threads
+
+
+class Blocking:
+    """Reference runs that end when the test says so."""
+
+    def __init__(self, *names: str):
+        self.release = {n: threading.Event() for n in names}
+        self.started: list[str] = []
+
+    def __call__(self, name: str) -> Reference:
+        self.started.append(name)
+        self.release[name].wait()
+        return Reference(imports=[name])
+
+
+def test_reference_runs_end_one_notebook_at_a_time():
+    run = Blocking("01", "02", "03")
+    ended = threading.Semaphore(0)
+    refs = ReferenceRuns(run, {"03", "01", "02"}, workers=2, saved={"00": Reference(imports=["saved"])},
+                         on_done=ended.release)
+    try:
+        assert refs.done("00") and refs.result("00").imports == ["saved"]  # saved: done from the start
+        assert refs.done("not in the batch") and refs.result("not in the batch").names == {}
+        assert not refs.done("01") and not refs.all_done()
+        assert refs.busy() == 2  # two workers, three runs left
+        run.release["01"].set()
+        assert ended.acquire(timeout=600)  # a guard against a hang, not a measure
+        assert refs.done("01") and refs.result("01").imports == ["01"] and not refs.done("03")
+        assert refs.busy() == 2  # 02 runs, 03 has taken 01's place
+        run.release["02"].set()
+        assert ended.acquire(timeout=600)  # a guard against a hang, not a measure
+        assert refs.busy() == 1 and not refs.all_done()
+        run.release["03"].set()
+        assert ended.acquire(timeout=600)
+        assert refs.all_done() and refs.busy() == 0
+        assert run.started[0] == "01"  # reference_order: sorted
+        assert set(refs.wait()) == {"00", "01", "02", "03"}
+    finally:
+        for e in run.release.values():
+            e.set()
+        refs.close()
+
+
+def test_closing_cancels_the_runs_not_started():
+    run = Blocking("01", "02")
+    refs = ReferenceRuns(run, {"01", "02"}, workers=1)
+    run.release["01"].set()
+    refs.close()  # waits for 01, which was running; 02 may not have started
+    assert refs.done("01") and refs.done("02")
+    assert refs.all_done()
+
+
+@dataclass
+class FakeRefs:
+    left: set
+    workers: int = 1
+
+    def busy(self) -> int:
+        return min(self.workers, len(self.left))
+
+    def all_done(self) -> bool:
+        return not self.left
+
+    def done(self, name: str) -> bool:
+        return name not in self.left
+
+
+def test_a_batch_sends_tasks_only_onto_cores_the_reference_runs_leave_free():
+    gate = _ReferenceGate(cores=2, remote=False)
+    gate.refs = FakeRefs({"01", "02"}, workers=2)
+    assert gate.limit(2) == 0  # two reference kernels on two cores: a task now would compile twice
+    gate.refs.left = {"02"}
+    assert gate.limit(2) == 1
+    waiting = jobs("02", "02", "01")
+    assert gate.pick(waiting) == 2  # 01's reference is done: its submission goes warm, first
+    gate.refs.left = set()
+    assert gate.limit(2) == 2 and gate.limit(5) == 5  # all done: every worker thread
+    one = _ReferenceGate(cores=2, remote=False)
+    one.refs = FakeRefs({"01"})
+    assert one.limit(1) == 1  # one cold submission grades beside its reference run
+    assert one.pick(jobs("01")) == 0  # nothing done: the first in line
+
+
+def test_a_remote_cluster_gets_no_task_before_every_reference_is_done():
+    gate = _ReferenceGate(cores=16, remote=True)
+    gate.refs = FakeRefs({"01"})
+    assert gate.limit(8) == 0
+    gate.refs.left = set()
+    assert gate.limit(8) == 8
