@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -37,6 +35,9 @@ from jaxpath import Config
 from jaxpath.execute import Session, kernel_env
 from jaxpath.grade import grade, sandbox_problem
 from jaxpath.sample import SAMPLE_CHAPTERS, answers_from_source, make_sample_class, submission, submit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers the tests share
+from dask_loopback import loopback_cluster  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -93,6 +94,15 @@ def class_copy(config: Config, dest: Path, students: int, chapters, kinds) -> tu
     return part, sorted((dest / "submitted").rglob("*.ipynb"))
 
 
+def print_times(report) -> None:
+    """Where jaxpath's seconds went in one batch: the table `jaxpath grade --times` prints."""
+    from rich.console import Console
+
+    from jaxpath.cli.grade import times_table
+
+    Console(width=100).print(times_table(report))
+
+
 def run_scenario(config: Config, name: str, workers: int, times: bool, rootless: bool = False) -> bool:
     """One scenario, side by side: stock nbgrader, then jaxpath at the best level the host gives and (with
     `rootless`) jaxpath run by an ordinary account, each from a course never graded. True when every jaxpath
@@ -118,11 +128,7 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
     print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
           f"{t_nbgrader / t_jaxpath:5.2f}x   at {report.isolation}   identical scores: {same}", flush=True)
     if times:
-        from rich.console import Console
-
-        from jaxpath.cli.grade import times_table
-
-        Console(width=100).print(times_table(report))
+        print_times(report)
     if rootless:
         t_user, got, level = grade_rootless(config, name, workers)
         ok = got == expected
@@ -138,8 +144,8 @@ def grade_rootless(config: Config, name: str, workers: int) -> tuple[float, dict
     ordinary account made for the run (tests/as_user.py), at the rootless level: the whole grader without root."""
     import tempfile
 
-    sys.path.insert(0, str(ROOT / "tests"))
     import as_user
+    import grade_as
 
     why = as_user.can_run()
     if why:
@@ -151,41 +157,12 @@ def grade_rootless(config: Config, name: str, workers: int) -> tuple[float, dict
         part, _ = class_copy(config, dest, *SCENARIOS[name])
         with as_user.ordinary_user() as user:
             user.give(dest)
-            out = user.home / "statuses.json"
-            r = user.run([sys.executable, str(ROOT / "tests" / "grade_as.py"), str(dest), part, str(out), ROOTLESS,
-                          "{}", str(workers)], env={"PYTHONPATH": str(ROOT / "tests")}, cwd=dest)
-            if r.returncode != 0:
+            r, data = grade_as.run_as(user, dest, part, ROOTLESS, workers=workers)
+            if data is None:
                 raise SystemExit(f"grading as an ordinary account failed:\n{r.stderr[-3000:]}")
-            data = json.loads(out.read_text())
         return data["seconds"], scores(Config.load(dest).db_url, part), data["isolation"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def loopback_cluster(workers: int, cwd: Path):
-    """A Dask scheduler and one `dask worker` with `workers` single-threaded processes, on loopback."""
-    from distributed import Client
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
-    procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard",
-                               "--dashboard-address", "127.0.0.1:0"], **quiet)]
-    try:
-        procs.append(subprocess.Popen([BIN / "dask", "worker", address, "--nworkers", str(workers), "--nthreads", "1",
-                                       "--host", "127.0.0.1", "--no-dashboard"], **quiet))
-        with Client(address, timeout="60s") as client:
-            client.wait_for_workers(workers, timeout=120)
-        yield address
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=60)
 
 
 CLUSTER = (6, SAMPLE_CHAPTERS[:1], ["correct", "partly_wrong", "stub"])
@@ -227,11 +204,7 @@ def run_cluster(config: Config, workers: int, times: bool) -> bool:
                   f"{mean:5.2f} s per notebook   compiled programs read from the cache by "
                   f"{report.served_by_cache} of {len(ran)} notebooks", flush=True)
             if times:
-                from rich.console import Console
-
-                from jaxpath.cli.grade import times_table
-
-                Console(width=100).print(times_table(report))
+                print_times(report)
     same = len({frozenset(v.items()) for v in outcome.values()}) == 1
     for batch in ("cold", "regrade"):
         local, remote = (statistics.median(per_nb[p, batch]) for p in ("local", "scheduler"))

@@ -9,8 +9,6 @@ the scores are identical. Needs root (to make the account)."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -24,6 +22,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import nbformat  # noqa: E402
 
 import as_user  # noqa: E402
+import grade_as  # noqa: E402
 import hostile_corpus  # noqa: E402
 from jaxpath import Config  # noqa: E402
 from jaxpath.chapter import is_answer, solution_source  # noqa: E402
@@ -67,13 +66,9 @@ def main() -> int:
         root = course(base / level, args.students)
         with as_user.ordinary_user() as user:
             user.give(root)
-            out = user.home / "out.json"
-            argv = [sys.executable, str(HERE.parent / "tests" / "grade_as.py"), str(root), hostile_corpus.PART,
-                    str(out), level, json.dumps(dataclasses.asdict(LIMITS))]
             for _ in range(2):  # the first run warms the compilation cache, as above; the second is timed
-                r = user.run(argv, cwd=root, env={"PYTHONPATH": str(HERE.parent / "tests")})
-                assert r.returncode == 0, r.stderr[-2000:]
-            data = json.loads(out.read_text())
+                r, data = grade_as.run_as(user, root, hostile_corpus.PART, level, LIMITS)
+                assert data is not None, r.stderr[-2000:]
         times[level] = data["seconds"]
         scores[level] = sorted((s["student"], s["score"]) for s in data["results"])
     finally:

@@ -26,5 +26,18 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run_as(user, root: Path, part: str, level: str, limits: Limits | None = None, workers: int = 2,
+           env: dict[str, str] | None = None):
+    """Run this script as `user` (an ordinary account, tests/as_user.py) on ROOT's PART: (the finished process,
+    its JSON output or None when it failed). The account must own ROOT (`user.give(root)`)."""
+    out = user.home / "statuses.json"
+    out.unlink(missing_ok=True)
+    argv = [sys.executable, str(Path(__file__).resolve()), str(root), part, str(out), level,
+            json.dumps(dataclasses.asdict(limits or Limits())), str(workers)]
+    r = user.run(argv, env={"PYTHONPATH": str(Path(__file__).resolve().parent), **(env or {})}, cwd=root)
+    return r, (json.loads(out.read_text()) if r.returncode == 0 else None)
+
+
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+

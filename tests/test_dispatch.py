@@ -114,10 +114,12 @@ class Blocking:
 
     def __init__(self, *names: str):
         self.release = {n: threading.Event() for n in names}
+        self.running = {n: threading.Event() for n in names}
         self.started: list[str] = []
 
     def __call__(self, name: str) -> Reference:
         self.started.append(name)
+        self.running[name].set()
         self.release[name].wait()
         return Reference(imports=[name])
 
@@ -142,7 +144,7 @@ def test_reference_runs_end_one_notebook_at_a_time():
         run.release["03"].set()
         assert ended.acquire(timeout=600)
         assert refs.all_done() and refs.busy() == 0
-        assert run.started[0] == "01"  # reference_order: sorted
+        assert set(run.started[:2]) == {"01", "02"} and run.started[2] == "03"  # reference_order: sorted
         assert set(refs.wait()) == {"00", "01", "02", "03"}
     finally:
         for e in run.release.values():
@@ -152,9 +154,17 @@ def test_reference_runs_end_one_notebook_at_a_time():
 
 def test_closing_cancels_the_runs_not_started():
     run = Blocking("01", "02")
-    refs = ReferenceRuns(run, {"01", "02"}, workers=1)
-    run.release["01"].set()
-    refs.close()  # waits for 01, which was running; 02 may not have started
+    ended = threading.Semaphore(0)
+    refs = ReferenceRuns(run, {"01", "02"}, workers=1, on_done=ended.release)
+    assert run.running["01"].wait(timeout=600)  # 01 has left the queue: only 02 is there to cancel
+    closing = threading.Thread(target=refs.close)  # waits for 01, which runs (and blocks) on the one worker
+    closing.start()
+    try:
+        assert ended.acquire(timeout=600)  # the first run to end is 02, cancelled while 01 still runs
+        assert run.started == ["01"] and refs.done("02") and not refs.done("01")
+    finally:
+        run.release["01"].set()
+        closing.join()
     assert refs.done("01") and refs.done("02")
     assert refs.all_done()
 

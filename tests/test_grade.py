@@ -18,6 +18,7 @@ from jaxpath.grade.record import StatusStore
 
 from class_factory import answers_from_source, submission, submit
 from course_factory import make_course
+from dask_loopback import loopback_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
@@ -238,12 +239,6 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
             ["correct", "partly", "stub", "crashing", "looping", "malformed", "sneaky"])
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_grading_through_a_dask_scheduler(tmp_path):
     root = two_chapter_course(tmp_path / "course")
     for stem in ("01_demo", "02_later"):  # a compiled program, for the warmed cache to hold
@@ -253,41 +248,17 @@ def test_grading_through_a_dask_scheduler(tmp_path):
                                                      "print(jax.jit(lambda v: v * 2 + 1)(jnp.arange(3.0)))"))
         nbformat.write(nb, path)
     expected = synthetic_class(root)
-    port = _free_port()
-    procs = [subprocess.Popen([BIN / "dask", "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--no-dashboard",
-                               "--dashboard-address", "127.0.0.1:0"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
-    try:
-        for _ in range(2):
-            procs.append(subprocess.Popen([BIN / "dask", "worker", f"tcp://127.0.0.1:{port}", "--nthreads", "1",
-                                           "--host", "127.0.0.1", "--no-dashboard"],
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          cwd=tmp_path))
-        from distributed import Client
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                with Client(f"tcp://127.0.0.1:{port}", timeout="5s") as c:
-                    if len(c.scheduler_info()["workers"]) == 2:
-                        break
-            except OSError:
-                pass
-            time.sleep(0.5)
+    with loopback_cluster(2, tmp_path) as address:
         want = {(st, ch): expected[st][i] for st in ("correct", "partly") for i, ch in enumerate(("01_demo", "02_later"))}
-        report = grade(Config.load(root), "demo", scheduler=f"tcp://127.0.0.1:{port}", students=["correct", "partly"],
+        report = grade(Config.load(root), "demo", scheduler=address, students=["correct", "partly"],
                        limits=LIMITS, sandbox=sandbox_problem() is None)
         assert {(s.student, s.notebook): s.score for s in report.results} == want
         # A regrade finds the reference run saved: every task then carries the packed cache, which each worker
         # unpacks once, and every notebook reads its compiled program from it (the same scores).
-        again = grade(Config.load(root), "demo", scheduler=f"tcp://127.0.0.1:{port}", students=["correct", "partly"],
+        again = grade(Config.load(root), "demo", scheduler=address, students=["correct", "partly"],
                       limits=LIMITS, sandbox=sandbox_problem() is None, force=True)
         assert {(s.student, s.notebook): s.score for s in again.results} == want
         assert again.cache_entries and len(again.cache_hits) == 4 and again.served_by_cache == 4, again.cache_hits
-    finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            p.wait(timeout=30)
 
 
 def test_an_answer_the_reference_did_not_compile_reads_the_cache_and_writes_nothing(tmp_path):

@@ -3,10 +3,8 @@ chapter of the course: every case gets the right status and a clear reason, tamp
 course folder does not change, nothing hidden reaches the student; and the faults of the grader's own
 world (a full disk, a locked gradebook, Ctrl-C)."""
 import atexit
-import dataclasses
 import hashlib
 import html
-import json
 import os
 import re
 import shutil
@@ -27,6 +25,7 @@ from jaxpath.grade.record import Status
 from jaxpath.sample import submit
 
 import as_user
+import grade_as
 import hostile_corpus
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
@@ -108,13 +107,9 @@ def _grade_as_user(root: Path) -> tuple[dict, float]:
     """Grade the corpus at the rootless level, the whole grader running as an ordinary account."""
     with as_user.ordinary_user() as user:
         user.give(root)
-        out = user.home / "statuses.json"
-        r = user.run([sys.executable, str(Path(__file__).with_name("grade_as.py")), str(root), hostile_corpus.PART,
-                      str(out), ROOTLESS, json.dumps(dataclasses.asdict(LIMITS))],
-                     env={"JAXPATH_TEST_SECRET": "hunter2", "PYTHONPATH": str(Path(__file__).parent)}, cwd=root)
+        r, data = grade_as.run_as(user, root, hostile_corpus.PART, ROOTLESS, LIMITS, env={"JAXPATH_TEST_SECRET": "hunter2"})
         assert r.returncode == 0, r.stderr[-3000:]
         assert "isolation: rootless+rlimits" in r.stderr, r.stderr[-2000:]  # said at the start of the batch
-        data = json.loads(out.read_text())
     assert data["isolation"] == ROOTLESS
     return [Status(**row) for row in data["results"]], data["seconds"]
 

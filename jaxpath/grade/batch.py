@@ -70,10 +70,9 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
             if cache:
                 cache.mkdir(parents=True, exist_ok=True)
                 os.chmod(cache, 0o755)  # mounted into the sandboxes from the first task on
-            names = {job.notebook for job in todo}
             cores = _cores()
             gate = _ReferenceGate(cores, remote=bool(scheduler))
-            refs = gate.refs = coord.reference_runs(names, workers=min(len(names), cores),
+            refs = gate.refs = coord.reference_runs({job.notebook for job in todo}, workers=cores,
                                                     on_done=lambda: gate.events.put(None))
         runnable = []
         for job in todo:

@@ -222,4 +222,4 @@ class ReferenceRuns:
     def wait(self) -> dict[str, integrity.Reference]:
         """Every reference, once all are done (re-raising a run's error)."""
         self._all.wait()
-        return {name: fut.result() for name, fut in self._futures.items() if fut.result() is not None}
+        return {name: ref for name, fut in self._futures.items() if (ref := fut.result()) is not None}

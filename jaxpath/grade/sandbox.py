@@ -136,9 +136,11 @@ class SandboxedKernelManager(AsyncKernelManager):
         return list(self.sandbox_prefix) + super().format_kernel_cmd(extra_arguments)
 
     async def _async_launch_kernel(self, kernel_cmd, **kw):
-        # What the kernel process writes to its own stdout and stderr (ipykernel's connection banner, C-level
-        # warnings, whatever a student writes to fd 2) is nobody's output: the notebook's output comes over the
-        # kernel's channels. Inherited, it landed in the grader's terminal, through its progress bar.
+        # What the kernel process writes to its own stdout and stderr is nobody's output: the notebook's output
+        # comes over the kernel's channels. Inherited, it landed in the grader's terminal, through its progress
+        # bar: ipykernel prints its connection banner when it has no parent to watch (bwrap clears
+        # JPY_PARENT_PID, rightly: that pid is outside the sandbox's pid namespace), fontconfig its warnings,
+        # and a student whatever they write to fd 2.
         kw.setdefault("stdout", subprocess.DEVNULL)
         kw.setdefault("stderr", subprocess.DEVNULL)
         await super()._async_launch_kernel(kernel_cmd, **kw)
