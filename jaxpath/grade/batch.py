@@ -31,7 +31,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
 
     The fixed costs overlap: the Dask cluster starts while submissions are prepared (with no more workers than
-    the batch can use: for one notebook, one worker thread in this process), and the reference runs (one per
+    the batch can use, each a thread of this process: dispatch.connect says why), and the reference runs (one per
     notebook, as many at once as there are cores and notebooks) go on while the workers grade, on the cores
     they leave free. A notebook's submissions follow its reference run: sent once it is done, they carry its
     calibration and read the compilation cache it filled; sent onto an idle core before, they read what it has
@@ -63,8 +63,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     try:
         if todo:
             n = workers or max(1, os.cpu_count() or 1)
-            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler,
-                                           in_process=len(todo) == 1)
+            connection = background.submit(_timed, times, "cluster start", connect, min(n, len(todo)), scheduler)
             # The reference runs start before the submissions are prepared, as many at once as there are cores
             # and notebooks; notebooks saved and current (a regrade) are calibrated and warm from the start.
             if cache:
