@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from jaxpath.grade import dispatch as dispatch_mod
-from jaxpath.grade.batch import _ReferenceGate
+from jaxpath.grade.batch import FOLLOWERS_PER_CORE, _ReferenceGate
 from jaxpath.grade.coordinator import Job
 from jaxpath.grade.dispatch import Gate, disconnect, dispatch
 from jaxpath.grade.integrity import Reference
@@ -82,7 +82,7 @@ class OpensOnce(Gate):
         super().__init__()
         self.open, self.asked = False, 0
 
-    def limit(self, slots: int) -> int:
+    def limit(self, slots: int, waiting=()) -> int:
         self.asked += 1
         if not self.open:
             self.open = True  # from the next question on
@@ -117,7 +117,7 @@ class Blocking:
         self.running = {n: threading.Event() for n in names}
         self.started: list[str] = []
 
-    def __call__(self, name: str) -> Reference:
+    def __call__(self, name: str, on_cell=None) -> Reference:
         self.started.append(name)
         self.running[name].set()
         self.release[name].wait()
@@ -185,24 +185,58 @@ class FakeRefs:
 
 
 def test_a_batch_sends_tasks_only_onto_cores_the_reference_runs_leave_free():
-    gate = _ReferenceGate(cores=2, remote=False)
+    gate = _ReferenceGate(cores=2, workers=2)
     gate.refs = FakeRefs({"01", "02"}, workers=2)
-    assert gate.limit(2) == 0  # two reference kernels on two cores: a task now would compile twice
+    assert gate.limit(6, jobs("01", "02")) == 0  # two reference kernels on two cores: no core is free
     gate.refs.left = {"02"}
-    assert gate.limit(2) == 1
     waiting = jobs("02", "02", "01")
-    assert gate.pick(waiting) == 2  # 01's reference is done: its submission goes warm, first
+    assert gate.limit(6, waiting) == 1  # 01's reference is done: one warm task on the free core
+    assert gate.pick(waiting) == 2  # ... and it goes first
+    assert gate.limit(6, jobs("02", "02")) == FOLLOWERS_PER_CORE  # only 02's: tasks that follow its reference
     gate.refs.left = set()
-    assert gate.limit(2) == 2 and gate.limit(5) == 5  # all done: every worker thread
-    one = _ReferenceGate(cores=2, remote=False)
+    assert gate.limit(6, waiting) == 2 and gate.limit(1, waiting) == 1  # all done: the workers, or the threads
+    one = _ReferenceGate(cores=2, workers=1)
     one.refs = FakeRefs({"01"})
-    assert one.limit(1) == 1  # one cold submission grades beside its reference run
+    assert one.limit(3, jobs("01")) == FOLLOWERS_PER_CORE  # cold submissions follow their reference run
     assert one.pick(jobs("01")) == 0  # nothing done: the first in line
 
 
 def test_a_remote_cluster_gets_no_task_before_every_reference_is_done():
-    gate = _ReferenceGate(cores=16, remote=True)
+    gate = _ReferenceGate(cores=16, workers=None)
     gate.refs = FakeRefs({"01"})
-    assert gate.limit(8) == 0
+    assert gate.limit(8, jobs("01")) == 0
     gate.refs.left = set()
-    assert gate.limit(8) == 8
+    assert gate.limit(8, jobs("01")) == 8  # all done: every thread the cluster has
+
+
+def test_a_reference_run_publishes_its_progress_to_the_tasks_of_this_process():
+    """What a task beside its reference follows (worker.run_task): the cells the run has done, under a key the
+    batch gives the task; once the run is over nothing is waited for, and once the batch is over the key
+    leads nowhere."""
+    from jaxpath.grade.reference import following
+
+    cell_done, release = threading.Semaphore(0), threading.Event()
+
+    def run(name: str, on_cell) -> Reference:
+        on_cell(1)
+        cell_done.release()
+        release.wait()
+        on_cell(2)
+        return Reference(imports=[name])
+
+    refs = ReferenceRuns(run, {"01"}, workers=1)
+    key = refs.follow_key("01")
+    progress = following(key)
+    try:
+        assert progress is not None and refs.follow_key("not in the batch") is None
+        assert cell_done.acquire(timeout=600)  # a guard against a hang, not a measure
+        assert progress.wait(1) >= 0 and progress.cells == 1 and not progress.over
+        release.set()
+        progress.wait(3)  # more cells than the run has: returns once the run is over
+        assert progress.over and progress.cells == 2
+        refs.wait()
+        assert refs.follow_key("01") is None  # done: a task now goes warm, following nothing
+    finally:
+        release.set()
+        refs.close()
+    assert following(key) is None

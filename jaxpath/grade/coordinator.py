@@ -313,9 +313,9 @@ class Coordinator:
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
         store = self.config.build / "grading" / self.part
 
-        def one(name: str) -> integrity.Reference:
+        def one(name: str, on_cell) -> integrity.Reference:
             return run_reference(src / f"{name}.ipynb", store=store, grader_version=GRADER_VERSION,
-                                 cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache)
+                                 cell_timeout=self.limits.cell_timeout, jax_cache=self.jax_cache, on_cell=on_cell)
 
         notebooks = {name for name in notebooks if (src / f"{name}.ipynb").exists()}  # a renamed file has none
         saved = {}
@@ -324,8 +324,9 @@ class Coordinator:
                                   jax_cache=self.jax_cache)
             if ref is not None:
                 saved[name] = ref
-        return ReferenceRuns(one, notebooks, workers=min(workers, max(1, len(notebooks) - len(saved))), saved=saved,
-                             jax_cache=self.jax_cache, on_done=on_done)
+        running = min(workers, max(1, len(notebooks) - len(saved)))
+        return ReferenceRuns(one, notebooks, workers=running, saved=saved, jax_cache=self.jax_cache, on_done=on_done,
+                             spare_cores=workers - running)
 
     def static_spec(self, name: str) -> IntegritySpec:
         """The integrity checks a task can run before the reference run of its notebook is done: the prelude

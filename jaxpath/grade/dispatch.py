@@ -56,9 +56,10 @@ def gradebook_call(fn, *args, lock_timeout: float, what: str):
             raise
 
 
-def connect(workers: int, scheduler: str | None = None):
+def connect(workers: int, scheduler: str | None = None, *, threads: int = 1):
     """(client, cluster): a Dask client of an existing scheduler (cluster None), or of a local cluster of
-    `workers` single-threaded workers, each a thread of this process.
+    `workers` workers of `threads` threads each, all threads of this process (how many tasks run at once is
+    the gate's to say: `dispatch`).
 
     A local worker only drives its kernel: nbclient sends the cells and collects the outputs (at most
     execute.MAX_CELL_OUTPUT bytes a cell). The student's code runs in the kernel, a process of its own in its
@@ -74,8 +75,8 @@ def connect(workers: int, scheduler: str | None = None):
     # Everything the local cluster listens on is on loopback and on a free port: Dask's defaults host the
     # scheduler's HTTP server on 0.0.0.0:8787 (warning when another cluster holds it) and each worker's on
     # 0.0.0.0. The scheduler and the workers talk in memory.
-    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=False, memory_limit=0,
-                           dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
+    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=max(1, threads), processes=False,
+                           memory_limit=0, dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
                            silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
@@ -94,7 +95,8 @@ class Gate:
     def __init__(self):
         self.events: queue.SimpleQueue = queue.SimpleQueue()
 
-    def limit(self, slots: int) -> int:
+    def limit(self, slots: int, waiting: list[Job] = ()) -> int:
+        """How many tasks may be in flight now, of `slots` worker threads, `waiting` the jobs not sent."""
         return slots
 
     def pick(self, waiting: list[Job]) -> int:
@@ -125,7 +127,7 @@ def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
         fut.add_done_callback(gate.events.put)
 
     def top_up() -> None:  # keep the workers busy while the coordinator records
-        while waiting and len(inflight) < min(slots, gate.limit(slots)):
+        while waiting and len(inflight) < min(slots, gate.limit(slots, waiting)):
             send(waiting.pop(gate.pick(waiting)))
 
     top_up()

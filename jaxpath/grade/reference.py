@@ -9,7 +9,8 @@ the tests) once for the whole class instead of once per student.
 Where it lives: `build/grading/<part>/<notebook>-<key>.json` (the calibration) and `build/jax-cache/<part>/`
 (the compiled programs, with a `.warmed-<notebook>-<key>` marker; `Config.compile_cache_dir` moves it). The
 kernel writes into a staging folder beside it, and after each cell what it compiled is published into the
-cache whole (`_publish`), so the tasks already running read it while the reference run goes on. The key
+cache whole (`_publish`), so the tasks already running read it while the reference run goes on; a task of
+this process follows the run cell by cell (`Progress`), so it compiles nothing the reference compiles. The key
 hashes the grader's version, the source notebook, the Python version and the integrity code (both sides), so
 editing a notebook, upgrading jaxpath or Python invalidates it; otherwise every later batch (a `--student`
 regrade included) reuses it."""
@@ -19,6 +20,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -57,8 +59,9 @@ def saved_reference(path: Path, *, store: Path, grader_version: str,
 
 
 def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout: int,
-                  jax_cache: Path | None = None) -> integrity.Reference:
-    """The reference run of one source notebook (reused from `store` when it is current)."""
+                  jax_cache: Path | None = None, on_cell: Callable[[int], None] | None = None) -> integrity.Reference:
+    """The reference run of one source notebook (reused from `store` when it is current). `on_cell(n)` is
+    called once the n-th code cell is over and what it compiled is published (a cell not run counts too)."""
     from ..execute import Session, kernel_env
 
     found = saved_reference(path, store=store, grader_version=grader_version, jax_cache=jax_cache)
@@ -87,8 +90,14 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
             with Session(nb, scratch, timeout=cell_timeout, env=env) as s:
                 s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
+                code_cells = 0
                 for i, cell in enumerate(nb.cells):
-                    if cell.cell_type != "code" or s.dead:
+                    if cell.cell_type != "code":
+                        continue
+                    code_cells += 1
+                    if s.dead:
+                        if on_cell:
+                            on_cell(code_cells)
                         continue
                     out = s.run(i)
                     if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
@@ -102,6 +111,8 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                         data = (integrity.parse_result(text) if ok else None) or {}
                         ref.names[grade_id(cell)] = data.get("names", {})
                         ignore.update(data.get("changed", []))
+                    if on_cell:
+                        on_cell(code_cells)
             ref.ignore = sorted(ignore)
             if ref.ignore:
                 log.info("%s changes %d watched things itself: %s", path.name, len(ref.ignore), ", ".join(ref.ignore[:10]))
@@ -145,6 +156,62 @@ def _publish(staging: Path, jax_cache: Path) -> None:
                 os.replace(part, target)
 
 
+class Progress:
+    """How far one notebook's reference run has got: the code cells it has run and published. A task graded
+    on this machine before its reference run is done follows it (worker.run_task): it runs its n-th code cell
+    only once the reference has run its own, so it reads that cell's programs from the cache instead of
+    compiling them a second time beside the reference, and waits, idle, while the reference compiles.
+
+    The tasks that follow the runs of one batch take turns (`turn`, as many at once as `turns` allows: the
+    cores the reference runs leave free) to run a cell: all at once, their kernels would take a reference
+    kernel's core from it, and it is the one every later task waits for."""
+
+    def __init__(self, turns: threading.Semaphore | None = None):
+        self._cond = threading.Condition()
+        self._turns = turns
+        self.cells = 0
+        self.over = False
+
+    def advance(self, cells: int) -> None:
+        with self._cond:
+            self.cells = max(self.cells, cells)
+            self._cond.notify_all()
+
+    def finish(self) -> None:
+        """The run is over (done, failed or cancelled): nobody waits on it any more."""
+        with self._cond:
+            self.over = True
+            self._cond.notify_all()
+
+    def wait(self, cells: int) -> float:
+        """Block until the reference has run `cells` code cells or is over; the seconds it waited."""
+        t = time.perf_counter()
+        with self._cond:
+            self._cond.wait_for(lambda: self.over or self.cells >= cells)
+        return time.perf_counter() - t
+
+    @contextlib.contextmanager
+    def turn(self):
+        """Hold one of the followers' turns (given the seconds waited for it) while running a cell."""
+        t = time.perf_counter()
+        if self._turns is None or self.over:
+            yield 0.0
+            return
+        with self._turns:
+            yield time.perf_counter() - t
+
+
+_following: dict[str, Progress] = {}
+_following_lock = threading.Lock()
+
+
+def following(key: str | None) -> Progress | None:
+    """The progress registered under `key` by a batch's ReferenceRuns in this process (None elsewhere: a
+    worker of a remote cluster, or a batch that is over, runs at its own pace)."""
+    with _following_lock:
+        return _following.get(key) if key else None
+
+
 def reference_order(notebooks) -> list[str]:
     """The order in which `ReferenceRuns` starts a batch's notebooks (the batch sends submissions in it too)."""
     return sorted(notebooks)
@@ -155,11 +222,16 @@ class ReferenceRuns:
     soon as its own run is done: that notebook's submissions can then go calibrated and warm while the next
     notebook's reference still runs. `saved` holds the notebooks already calibrated (a regrade): done from the
     start. `on_done` is called after each run, in the thread that ran it; after the last one, once the cache has
-    been made readable to the sandboxed kernels (which run as other uids) and `all_done()` is true."""
+    been made readable to the sandboxed kernels (which run as other uids) and `all_done()` is true.
 
-    def __init__(self, run_one: Callable[[str], integrity.Reference | None], notebooks: Iterable[str], *,
+    `run_one(name, on_cell)` runs one notebook's reference and calls `on_cell(n)` as its code cells end: the
+    run's `Progress`, which a task of this process finds under `follow_key(name)` while the run goes on. The
+    tasks that follow take turns on `spare_cores` cores (the ones these runs leave free)."""
+
+    def __init__(self, run_one: Callable[[str, Callable[[int], None]], integrity.Reference | None],
+                 notebooks: Iterable[str], *,
                  workers: int = 1, saved: dict[str, integrity.Reference] | None = None,
-                 jax_cache: Path | None = None, on_done: Callable[[], None] | None = None):
+                 jax_cache: Path | None = None, on_done: Callable[[], None] | None = None, spare_cores: int = 1):
         saved = saved or {}
         self.workers = max(1, workers)
         self.seconds = 0.0
@@ -168,6 +240,7 @@ class ReferenceRuns:
         self._all = threading.Event()
         self._lock = threading.Lock()
         self._futures: dict[str, Future] = {}
+        self._progress: dict[str, tuple[str, Progress]] = {}
         self._pool: ThreadPoolExecutor | None = None
         todo = [name for name in reference_order(notebooks) if name not in saved]
         for name, ref in saved.items():
@@ -178,11 +251,17 @@ class ReferenceRuns:
             self._all.set()
             return
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jaxpath-reference")
+        turns = threading.Semaphore(max(1, spare_cores))  # shared by the tasks that follow any of these runs
         for name in todo:
-            self._futures[name] = fut = self._pool.submit(run_one, name)
-            fut.add_done_callback(self._finished)
+            key, progress = f"{secrets.token_hex(8)}/{name}", Progress(turns)
+            self._progress[name] = key, progress
+            with _following_lock:
+                _following[key] = progress
+            self._futures[name] = fut = self._pool.submit(run_one, name, progress.advance)
+            fut.add_done_callback(lambda _fut, p=progress: self._finished(p))
 
-    def _finished(self, _fut) -> None:
+    def _finished(self, progress: Progress) -> None:
+        progress.finish()
         with self._lock:
             self._left -= 1
             last = self._left == 0
@@ -206,6 +285,12 @@ class ReferenceRuns:
         fut = self._futures.get(name)
         return (fut.result() if fut is not None else None) or integrity.Reference()
 
+    def follow_key(self, name: str) -> str | None:
+        """Where a task of this process finds the progress of the notebook's run (None once it is done)."""
+        if self.done(name) or name not in self._progress:
+            return None
+        return self._progress[name][0]
+
     def busy(self) -> int:
         """How many reference kernels run now or are about to: the cores they hold."""
         with self._lock:
@@ -218,6 +303,10 @@ class ReferenceRuns:
         """Cancel the runs not started yet and wait for the running ones (a run is never cut off mid-write)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
+        with _following_lock:
+            for key, progress in self._progress.values():
+                progress.finish()
+                _following.pop(key, None)
 
     def wait(self) -> dict[str, integrity.Reference]:
         """Every reference, once all are done (re-raising a run's error)."""

@@ -22,6 +22,10 @@ class IntegritySpec:
     deferred: bool = False
     """The reference run was not done when the task left: `names` holds the names to fingerprint (values
     empty), and the worker returns each probe's answer for the coordinator to judge once it is."""
+    follow: str | None = None
+    """With `deferred`, on the coordinator's own machine: where the worker finds the reference run's progress
+    (reference.following), to run each code cell only once the reference has run it. A worker elsewhere finds
+    nothing there and runs at its own pace."""
 
 
 @dataclass

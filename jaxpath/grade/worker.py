@@ -6,6 +6,7 @@ the coordinator reads the executed notebook with nbgrader's own grading code.
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import tempfile
 import time
@@ -17,6 +18,7 @@ from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
 from ..files import write_into
 from . import integrity
+from .reference import following
 from .statuses import GradeStatus
 from ..kernel import source as kernel_source
 from .cachepack import CachePack, reader_env, unpack
@@ -63,6 +65,11 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
         nb.cells[i].outputs, nb.cells[i].execution_count = [], None
 
     guard = _Guard(nb, task.integrity) if task.integrity else None
+    # Graded beside its reference run on this machine: each code cell runs once the reference has run its own,
+    # reading what that compiled, and in turn with the other such tasks (reference.Progress). The waits are not
+    # the notebook's time.
+    leader = following(task.integrity.follow) if task.integrity and task.integrity.deferred else None
+    paused = 0.0
     times: dict[str, float] = {}
     clock = [time.perf_counter()]
 
@@ -75,7 +82,8 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
     def execute(session: Session) -> None:
         lap("kernel start")
         if guard:
-            guard.start(session, lap)
+            with leader.turn() if leader is not None else contextlib.nullcontext():
+                guard.start(session, lap)
         if task.jax_cache:
             session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
         try:
@@ -88,30 +96,43 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
                 cache_hits.append(int(text))
 
     def run_cells(session: Session) -> None:
-        nonlocal status, reason
+        nonlocal paused
         for n, i in enumerate(code_cells):
-            if time.perf_counter() - t0 > limits.notebook_timeout:
-                status = GradeStatus.TIMED_OUT
-                reason = f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
-                _mark_rest(nb, code_cells[n:], "not run: the notebook ran out of time")
-                session.kill()
-                return
-            out = guard.run_test(session, i) if guard and i in guard.tests else session.run(i)
-            if out.error_name == "Aborted":
-                nb.cells[i].outputs.append(_error_output("NotRun", "the kernel aborted this cell without running it"))
-            if out.dead:
-                status = GradeStatus.CRASHED
-                reason = f"the kernel died in cell {i + 1}"
-                nb.cells[i].outputs.append(_error_output("DeadKernelError", "the kernel died while running this cell"))
-                _mark_rest(nb, code_cells[n + 1:], f"not run: the kernel died in cell {i + 1}")
-                return
-            if out.timed_out:
-                status, reason = GradeStatus.TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
-                if not session.responsive():
-                    reason += " and ignored the interrupt"
-                    session.kill()
-                    _mark_rest(nb, code_cells[n + 1:], f"not run: cell {i + 1} never finished")
+            with contextlib.ExitStack() as turn:
+                if leader is not None and not leader.over:
+                    lap("cells")
+                    paused += leader.wait(n + 1)
+                    paused += turn.enter_context(leader.turn())
+                    lap("following the reference run")
+                if not run_cell(session, n, i):
                     return
+
+    def run_cell(session: Session, n: int, i: int) -> bool:
+        """Run code cell `i` (the n-th); False when the notebook stops there."""
+        nonlocal status, reason
+        if time.perf_counter() - t0 - paused > limits.notebook_timeout:
+            status = GradeStatus.TIMED_OUT
+            reason = f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
+            _mark_rest(nb, code_cells[n:], "not run: the notebook ran out of time")
+            session.kill()
+            return False
+        out = guard.run_test(session, i) if guard and i in guard.tests else session.run(i)
+        if out.error_name == "Aborted":
+            nb.cells[i].outputs.append(_error_output("NotRun", "the kernel aborted this cell without running it"))
+        if out.dead:
+            status = GradeStatus.CRASHED
+            reason = f"the kernel died in cell {i + 1}"
+            nb.cells[i].outputs.append(_error_output("DeadKernelError", "the kernel died while running this cell"))
+            _mark_rest(nb, code_cells[n + 1:], f"not run: the kernel died in cell {i + 1}")
+            return False
+        if out.timed_out:
+            status, reason = GradeStatus.TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
+            if not session.responsive():
+                reason += " and ignored the interrupt"
+                session.kill()
+                _mark_rest(nb, code_cells[n + 1:], f"not run: cell {i + 1} never finished")
+                return False
+        return True
 
     level = Level.parse(task.isolation) if task.isolation else None  # None: what this host gives
     if task.sandbox:
