@@ -80,9 +80,13 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
         clock[0] = now
 
     def execute(session: Session) -> None:
+        nonlocal paused
         lap("kernel start")
         if guard:
-            with leader.turn() if leader is not None else contextlib.nullcontext():
+            with contextlib.ExitStack() as turn:
+                if leader is not None:  # importing jax and the prelude are a cell's worth of work too
+                    paused += turn.enter_context(leader.turn())
+                    lap("following the reference run")
                 guard.start(session, lap)
         if task.jax_cache:
             session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
