@@ -33,6 +33,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow,
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync"]
 TIMEOUT_MS = 120_000
+"""A guard against a hang, not a measure: JupyterLab opens a notebook when it opens it, in 1 s or, beside the
+hostile corpus on two cores, in more than 5 s. It applies to actions (the page's default timeout) and to
+every `expect` (Playwright's own default there is 5 s, which a fresh clone's `make test` once ran past)."""
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 class JupyterLab:
