@@ -90,29 +90,24 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
             with Session(nb, scratch, timeout=cell_timeout, env=env) as s:
                 s.evaluate(integrity.prelude_code(ref.imports, ref.roots), integrity.RESULT)
-                code_cells = 0
-                for i, cell in enumerate(nb.cells):
-                    if cell.cell_type != "code":
-                        continue
-                    code_cells += 1
-                    if s.dead:
-                        if on_cell:
-                            on_cell(code_cells)
-                        continue
-                    out = s.run(i)
-                    if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
-                        staging = None
-                    if staging is not None:  # what this cell compiled, for the tasks already running
-                        _publish(staging, jax_cache)
-                    if is_test(cell):
-                        nonce = integrity.new_token()
-                        names = integrity.relied_on(cell.source, answers)
-                        ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
-                        data = (integrity.parse_result(text) if ok else None) or {}
-                        ref.names[grade_id(cell)] = data.get("names", {})
-                        ignore.update(data.get("changed", []))
-                    if on_cell:
-                        on_cell(code_cells)
+                code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+                for n, i in enumerate(code, 1):
+                    cell = nb.cells[i]
+                    if not s.dead:
+                        out = s.run(i)
+                        if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
+                            staging = None
+                        if staging is not None:  # what this cell compiled, for the tasks already running
+                            _publish(staging, jax_cache)
+                        if is_test(cell):
+                            nonce = integrity.new_token()
+                            names = integrity.relied_on(cell.source, answers)
+                            ok, text = s.evaluate(integrity.probe_code(nonce, names), integrity.RESULT)
+                            data = (integrity.parse_result(text) if ok else None) or {}
+                            ref.names[grade_id(cell)] = data.get("names", {})
+                            ignore.update(data.get("changed", []))
+                    if on_cell:  # a cell not run (the kernel died) counts too: nobody waits for it
+                        on_cell(n)
             ref.ignore = sorted(ignore)
             if ref.ignore:
                 log.info("%s changes %d watched things itself: %s", path.name, len(ref.ignore), ", ".join(ref.ignore[:10]))

@@ -80,13 +80,11 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
         clock[0] = now
 
     def execute(session: Session) -> None:
-        nonlocal paused
         lap("kernel start")
         if guard:
             with contextlib.ExitStack() as turn:
                 if leader is not None:  # importing jax and the prelude are a cell's worth of work too
-                    paused += turn.enter_context(leader.turn())
-                    lap("following the reference run")
+                    follow(turn)
                 guard.start(session, lap)
         if task.jax_cache:
             session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
@@ -99,15 +97,21 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
             if ok and text and text.isdigit():
                 cache_hits.append(int(text))
 
-    def run_cells(session: Session) -> None:
+    def follow(turn: contextlib.ExitStack, cells: int = 0) -> None:
+        """Wait until the reference has run `cells` code cells, then for a turn held until `turn` closes: time
+        shown apart and not counted as the notebook's."""
         nonlocal paused
+        lap("cells")
+        if cells:
+            paused += leader.wait(cells)
+        paused += turn.enter_context(leader.turn())
+        lap("following the reference run")
+
+    def run_cells(session: Session) -> None:
         for n, i in enumerate(code_cells):
             with contextlib.ExitStack() as turn:
                 if leader is not None and not leader.over:
-                    lap("cells")
-                    paused += leader.wait(n + 1)
-                    paused += turn.enter_context(leader.turn())
-                    lap("following the reference run")
+                    follow(turn, n + 1)
                 if not run_cell(session, n, i):
                     return
 
