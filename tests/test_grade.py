@@ -495,7 +495,8 @@ def test_a_uid_is_cleared_of_leftover_processes_before_it_is_reused():
 def test_the_local_cluster_listens_on_loopback_only():
     """Dask's defaults put the scheduler's HTTP server on 0.0.0.0:8787 and the workers on every interface: a
     grader's machine must not offer either to its network while it grades (nor fight another cluster for 8787).
-    The workers are threads of this process, one per worker asked for (dispatch.connect says why)."""
+    The workers are threads of this process, one per worker asked for (dispatch.connect says why), and Dask's
+    profiler does not sample them."""
     import psutil
 
     from jaxpath.grade.dispatch import connect, disconnect
@@ -506,6 +507,7 @@ def test_the_local_cluster_listens_on_loopback_only():
         assert sorted(client.nthreads().values()) == [1, 1]
         assert set(client.run(os.getpid).values()) == {me.pid}
         assert not me.children(recursive=True)
+        assert set(client.run(lambda dask_worker: "profile" in dask_worker.periodic_callbacks).values()) == {False}
         listening = [c.laddr for c in psutil.net_connections("inet")
                      if c.status == psutil.CONN_LISTEN and c.pid == me.pid]
         assert listening  # the scheduler's HTTP server at least

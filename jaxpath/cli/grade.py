@@ -101,12 +101,12 @@ def run(args, config: Config) -> int:
 
 
 def times_table(report) -> Table:
-    """Where a batch's seconds went: the coordinator's steps (cluster start and the reference run overlap the
-    others), then the mean per executed notebook on the workers."""
+    """Where a batch's seconds went: the coordinator's steps (cluster start, the font list and the reference run
+    overlap the others), then the mean per executed notebook on the workers."""
     table = Table(title=f"where {report.seconds:.1f} s went")
     table.add_column("step")
     table.add_column("seconds", justify="right")
-    for name in ("cluster start", "prepare", "reference run", "waiting for the reference run", "grading", "record"):
+    for name in ("cluster start", "font list", "prepare", "reference run", "waiting for the reference run", "grading", "record"):
         if name in report.times:
             table.add_row(name, f"{report.times[name]:.1f}")
     runs = report.worker_times

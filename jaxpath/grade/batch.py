@@ -15,6 +15,7 @@ from ..config import Config
 from . import cachepack
 from .coordinator import Coordinator, GradeReport, Job
 from .dispatch import Gate, connect, disconnect, dispatch, gradebook_call
+from .fontlist import font_list
 from .record import Status
 from .reference import ReferenceRuns, reference_order
 from .sandbox import Limits
@@ -61,13 +62,16 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
         on_start(len(todo), len(report.skipped))
     times = report.times
     background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxpath-grade")
-    connection = refs = None
+    connection = refs = fonts = None
     try:
         if todo:
             n = workers or max(1, os.cpu_count() or 1)
             workers = min(n, len(todo))
             connection = background.submit(_timed, times, "cluster start", connect, workers, scheduler,
                                            threads=FOLLOWERS_PER_CORE)
+            # matplotlib's font list, made once per host for the sandboxes (a regrade finds it made)
+            fonts = background.submit(_timed, times, "font list", font_list, coord.level, limits) \
+                if sandbox and coord.level.isolated and not scheduler else None
             # The reference runs start before the submissions are prepared, as many at once as there are cores
             # and notebooks; notebooks saved and current (a regrade) are calibrated and warm from the start.
             if cache:
@@ -104,6 +108,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
                                                              follow=None if scheduler else refs.follow_key(job.notebook))
                 if scheduler:
                     job.task.jax_cache = None  # a path on this machine; the workers get the pack instead
+                elif fonts is not None:
+                    job.task.font_list = fonts.result()
                 return job.task
 
             def cache_arg(job: Job):

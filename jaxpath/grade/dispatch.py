@@ -67,7 +67,12 @@ def connect(workers: int, scheduler: str | None = None, *, threads: int = 1):
     and a worker per core, each a Python importing Dask) took 7.1 s of an 8-submission batch on two cores, while
     the reference run held the other core; in process the cluster starts in 0.8 s. Dask's memory limit is off:
     in process it would count the whole process against each worker's share of the machine and could pause
-    them on a small one, while the memory that matters, the kernels', is the sandbox's to limit."""
+    them on a small one, while the memory that matters, the kernels', is the sandbox's to limit. Dask's
+    statistical profiler is off too: every 10 ms it walks the stack of each busy worker thread and of the event
+    loop, which in process are this grader's own threads (about 1 s of CPU in an 8-submission batch on two
+    cores, and the GIL taken 100 times a second from the threads that drive the kernels), for a dashboard
+    page nobody opens while grading."""
+    import dask
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -75,9 +80,10 @@ def connect(workers: int, scheduler: str | None = None, *, threads: int = 1):
     # Everything the local cluster listens on is on loopback and on a free port: Dask's defaults host the
     # scheduler's HTTP server on 0.0.0.0:8787 (warning when another cluster holds it) and each worker's on
     # 0.0.0.0. The scheduler and the workers talk in memory.
-    cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=max(1, threads), processes=False,
-                           memory_limit=0, dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0",
-                           silence_logs=logging.ERROR)
+    with dask.config.set({"distributed.worker.profile.enabled": False}):  # read as the servers start
+        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=max(1, threads), processes=False,
+                               memory_limit=0, dashboard_address="127.0.0.1:0",
+                               worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
     return Client(cluster), cluster
 
 

@@ -218,8 +218,9 @@ class Sandbox:
     """
 
     def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None,
-                 jax_cache: str | None = None, level: Level | None = None):
+                 jax_cache: str | None = None, level: Level | None = None, font_list: str | None = None):
         self.files, self.limits, self.env = files, limits, dict(env or {})
+        self.font_list = font_list if font_list and os.path.isfile(font_list) else None
         self.level = level or host_level()
         if not self.level.isolated:
             raise SandboxUnavailable("a sandbox needs an isolation level (not 'none')")
@@ -262,14 +263,18 @@ class Sandbox:
         self.uid = uid
         return self
 
+    def command(self, argv: list[str] = ()) -> list[str]:
+        """`argv` run in this sandbox: in its cgroup, under bwrap. With no `argv`, the prefix alone."""
+        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits,
+                              sandbox_env(self.env, level=self.level), self.jax_cache, level=self.level,
+                              bwrap=shutil.which("bwrap") or "bwrap", font_list=self.font_list)
+        enter = self.cgroup.enter_command()
+        return (["sh", "-c", enter + '; exec "$@"', "jaxpath-sandbox"] if enter else []) + inner + list(argv)
+
     def kernel_manager(self, kernel_name: str) -> SandboxedKernelManager:
         km = SandboxedKernelManager(kernel_name=kernel_name, transport="ipc", ip=str(self.sockdir / "k"))
         km.connection_file = str(self.sockdir / "kernel.json")
-        inner = bwrap_command(self.workdir, self.sockdir, self.uid, self.limits,
-                              sandbox_env(self.env, level=self.level), self.jax_cache, level=self.level,
-                              bwrap=shutil.which("bwrap") or "bwrap")
-        enter = self.cgroup.enter_command()
-        km.sandbox_prefix = (["sh", "-c", enter + '; exec "$@"', "jaxpath-sandbox"] if enter else []) + inner
+        km.sandbox_prefix = self.command()
         km.sandbox_uid = -1 if self.rootless else self.uid
         if self.rootless:
             km.on_launch = self.pidns.found

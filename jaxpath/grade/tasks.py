@@ -44,6 +44,8 @@ class Task:
     kernel_name: str = "python3"
     jax_cache: str | None = None
     """A warmed compilation cache, mounted read-only in the sandbox."""
+    font_list: str | None = None
+    """matplotlib's font list made for sandboxes on this machine (grade/fontlist.py), mounted read-only."""
     integrity: IntegritySpec | None = None
     """Set once the reference run is done; None runs no integrity checks."""
 

@@ -145,7 +145,7 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
     level = Level.parse(task.isolation) if task.isolation else None  # None: what this host gives
     if task.sandbox:
         with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.jax_cache,
-                     level=level) as sb:
+                     level=level, font_list=task.font_list) as sb:
             lap("sandbox")
             km = sb.kernel_manager(task.kernel_name)
             try:

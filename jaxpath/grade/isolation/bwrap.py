@@ -21,6 +21,8 @@ from .rlimits import prlimit_args
 
 WORKDIR = "/submission"
 JAX_CACHE = "/jaxcache"
+MPLCONFIGDIR = "/tmp/.matplotlib"
+"""matplotlib's folder in the sandbox (its settings and caches: the font list)."""
 UNPRIVILEGED_ID = 61000
 """The uid and gid a rootless kernel has inside its user namespace (the grader's ids outside)."""
 
@@ -36,8 +38,9 @@ def _parents(path: str) -> list[str]:
 
 
 def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str, str], jax_cache: str | None = None,
-                  *, level=None, bwrap: str = "bwrap") -> list[str]:
-    """The command prefix (the kernel's own command follows). `uid` is the spare uid at the root level."""
+                  *, level=None, bwrap: str = "bwrap", font_list: str | None = None) -> list[str]:
+    """The command prefix (the kernel's own command follows). `uid` is the spare uid at the root level;
+    `font_list`, matplotlib's font list made for sandboxes on this host (grade/fontlist.py)."""
     rootless = level is not None and level.namespaces == "rootless"
     resources = level.resources if level is not None else "cgroup-v1"
     cmd = [bwrap, "--die-with-parent", "--new-session"]
@@ -67,6 +70,10 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str,
         # The compilation cache the coordinator warmed with the reference solutions: read-only, so no
         # submission can plant a compiled program that another student's notebook would load.
         cmd += ["--ro-bind", jax_cache, JAX_CACHE]
+    if font_list:
+        # Read-only, so that no notebook changes the fonts another one finds; in a folder anyone may write,
+        # since matplotlib keeps its caches only in a writable one (else it makes another and warns).
+        cmd += ["--perms", "1777", "--dir", MPLCONFIGDIR, "--ro-bind", font_list, f"{MPLCONFIGDIR}/{Path(font_list).name}"]
     # The sandbox's own root (a tmpfs bwrap made, with /etc and the folders above) read-only: in a user namespace
     # the kernel would own it and could write /etc/... there. /tmp, /dev/shm and the work folder stay writable.
     cmd += ["--remount-ro", "/"]
@@ -85,7 +92,7 @@ def sandbox_env(extra: dict[str, str] | None = None, *, level=None) -> dict[str,
     # whose new files come back to autograded/ as the notebook's own.
     env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu",
-           "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": "/tmp/.matplotlib", "XDG_CACHE_HOME": "/tmp/.cache",
+           "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": MPLCONFIGDIR, "XDG_CACHE_HOME": "/tmp/.cache",
            "XDG_CONFIG_HOME": "/tmp/.config", "XDG_DATA_HOME": "/tmp/.local/share"}
     if level is not None and level.resources == "rlimits":
         # Under an address-space limit, glibc's per-thread malloc arenas (64 MB of address space each, and
