@@ -1,11 +1,11 @@
 """Benchmark: grade one batch with `jaxpath grade` and with stock `nbgrader autograde`, side by side.
 
-Prints the wall time of each, the ratio, each one's time per notebook above the notebook's own execution
-time, and checks that both gave identical scores cell by cell. A benchmark, not a test: these machines
-are noisy, so compare numbers from one run only.
+Prints the wall time of each, round by round (nbgrader then jaxpath, then jaxpath then nbgrader: `--rounds`,
+2 by default), the ratio of their means, and checks that both gave identical scores cell by cell. A benchmark,
+not a test: these machines are noisy, so compare numbers from one run only.
 
     .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class cluster] [--workers 2] [--times]
-                                               [--rootless]
+                                               [--rounds 2] [--rootless]
 
 With `--rootless` (as root, where tests/as_user.py can make an ordinary account), each scenario's batch is also
 graded from a fresh copy by that account at the `rootless+rlimits` level, the whole grader running without root,
@@ -76,6 +76,10 @@ submission; 8 cold, eight submissions of one chapter, half correct and half stub
 (the batch the course has measured since the start)."""
 
 
+ROUNDS_SIDE_BY_SIDE = 2
+"""Rounds of each side-by-side scenario (nbgrader then jaxpath, then jaxpath then nbgrader): this machine's speed
+drifts by a third within minutes, and one round in one order puts the whole drift into the ratio."""
+
 def class_copy(config: Config, dest: Path, students: int, chapters, kinds) -> tuple[str, list[Path]]:
     """A fresh sample course at `dest` with the scenario's submissions: (assignment, submitted notebooks)."""
     shutil.rmtree(dest, ignore_errors=True)
@@ -103,32 +107,55 @@ def print_times(report) -> None:
     Console(width=100).print(times_table(report))
 
 
-def run_scenario(config: Config, name: str, workers: int, times: bool, rootless: bool = False) -> bool:
-    """One scenario, side by side: stock nbgrader, then jaxpath at the best level the host gives and (with
-    `rootless`) jaxpath run by an ordinary account, each from a course never graded. True when every jaxpath
-    run gave nbgrader's scores cell by cell."""
+def run_scenario(config: Config, name: str, workers: int, times: bool, rootless: bool = False,
+                 rounds: int = ROUNDS_SIDE_BY_SIDE) -> bool:
+    """One scenario, side by side: stock nbgrader and jaxpath at the best level the host gives, `rounds` times
+    in the order nbgrader, jaxpath, then jaxpath, nbgrader, ... (so a machine that drifts slower or faster
+    through the run favours neither), each jaxpath run from a course never graded; the ratio of the totals.
+    With `rootless`, then jaxpath run by an ordinary account. True when every jaxpath run gave nbgrader's
+    scores cell by cell."""
     dest = config.build / "bench-grade" / name.replace(" ", "-")
     part, notebooks = class_copy(config, dest, *SCENARIOS[name])
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     nb_db = f"sqlite:///{dest / 'nbgrader-bench.db'}"
     subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={nb_db}"],
                    cwd=dest, env=env, check=True, capture_output=True)
-    t0 = time.perf_counter()
-    subprocess.run([BIN / "nbgrader", "autograde", part, "--force", f"--CourseDirectory.db_url={nb_db}",
-                    "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
-                   capture_output=True)
-    t_nbgrader = time.perf_counter() - t0
-    expected = scores(nb_db, part)
-    for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
-        shutil.rmtree(dest / "build" / d, ignore_errors=True)
-    t0 = time.perf_counter()
-    report = grade(Config.load(dest), part, workers=workers, force=True, sandbox=sandbox_problem() is None)
-    t_jaxpath = time.perf_counter() - t0
-    same = expected == scores(Config.load(dest).db_url, part)
+
+    def nbgrader() -> float:
+        t0 = time.perf_counter()
+        subprocess.run([BIN / "nbgrader", "autograde", part, "--force", f"--CourseDirectory.db_url={nb_db}",
+                        "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
+                       capture_output=True)
+        return time.perf_counter() - t0
+
+    def jaxpath():
+        for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
+            shutil.rmtree(dest / "build" / d, ignore_errors=True)
+        t0 = time.perf_counter()
+        report = grade(Config.load(dest), part, workers=workers, force=True, sandbox=sandbox_problem() is None)
+        return time.perf_counter() - t0, report, scores(Config.load(dest).db_url, part)
+
+    t_nb, t_jp, same, expected = [], [], True, None
+    for r in range(rounds):
+        for side in (("nbgrader", "jaxpath") if r % 2 == 0 else ("jaxpath", "nbgrader")):
+            if side == "nbgrader":
+                t_nb.append(nbgrader())
+                got = scores(nb_db, part)
+                same &= expected is None or got == expected
+                expected = got
+            else:
+                t, report, got = jaxpath()
+                t_jp.append(t)
+                jp_scores = got
+        same &= jp_scores == expected
+        print(f"{name:8} {len(notebooks):3} notebooks   round {r + 1}: nbgrader {t_nb[-1]:6.1f} s   jaxpath "
+              f"{t_jp[-1]:6.1f} s   {t_nb[-1] / t_jp[-1]:5.2f}x   identical scores: {jp_scores == expected}", flush=True)
+        if times:
+            print_times(report)
+    t_nbgrader, t_jaxpath = sum(t_nb) / rounds, sum(t_jp) / rounds
     print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
-          f"{t_nbgrader / t_jaxpath:5.2f}x   at {report.isolation}   identical scores: {same}", flush=True)
-    if times:
-        print_times(report)
+          f"{t_nbgrader / t_jaxpath:5.2f}x   (means of {rounds} rounds)   at {report.isolation}   identical scores: {same}",
+          flush=True)
     if rootless:
         t_user, got, level = grade_rootless(config, name, workers)
         ok = got == expected
@@ -220,6 +247,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--scenario", nargs="+", choices=[*SCENARIOS, "cluster"], default=[*SCENARIOS, "cluster"])
     ap.add_argument("--times", action="store_true", help="print where jaxpath's seconds went in each scenario")
+    ap.add_argument("--rounds", type=int, default=ROUNDS_SIDE_BY_SIDE,
+                    help="rounds of each side-by-side scenario, the order alternating (default %(default)s)")
     ap.add_argument("--rootless", action="store_true",
                     help="also grade each scenario as an ordinary account, at the rootless level (needs root)")
     args = ap.parse_args()
@@ -236,7 +265,7 @@ def main() -> int:
         if name == "cluster":
             ok &= run_cluster(config, args.workers, args.times)
             continue
-        ok &= run_scenario(config, name, args.workers, args.times, args.rootless)
+        ok &= run_scenario(config, name, args.workers, args.times, args.rootless, rounds=max(1, args.rounds))
     return 0 if ok else 1
 
 

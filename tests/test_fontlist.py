@@ -19,7 +19,7 @@ from jaxpath.grade import fontlist, grade, sandbox_problem
 from jaxpath.grade.isolation import host_level
 from jaxpath.grade.sandbox import Limits, Sandbox
 
-pytestmark = pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))
+pytestmark = [pytest.mark.grade, pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))]
 
 # What a sandboxed kernel's matplotlib does on import: the log says whether it read a font list or built one.
 # Then it tries to change the list for the next notebook, by writing to it and by removing it.
@@ -97,7 +97,6 @@ def test_a_list_that_cannot_be_made_leaves_the_kernels_to_make_their_own(tmp_pat
 
 
 @pytest.mark.slow
-@pytest.mark.grade
 def test_a_graded_notebook_reads_the_font_list(tmp_path, monkeypatch):
     """Through `jaxpath grade`: the batch makes the list (here in a store of the test's own) and every
     sandboxed kernel reads it."""
