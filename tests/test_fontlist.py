@@ -48,8 +48,9 @@ print(json.dumps({"messages": messages, "fonts": len(fm.fontManager.ttflist), "c
 """
 
 
-def in_sandbox(font_list: str | None) -> dict:
+def in_sandbox(font_list: str | None, before=lambda: None) -> dict:
     with Sandbox({}, Limits(), level=host_level(), font_list=font_list) as sb:
+        before()
         run = subprocess.run(sb.command([sys.executable, "-c", PROBE]), capture_output=True, timeout=120, check=True)
     return json.loads(run.stdout.decode().strip().splitlines()[-1])
 
@@ -71,6 +72,13 @@ def test_sandboxed_kernels_read_the_hosts_font_list_and_none_can_change_it(tmp_p
         assert got["changed"] == [], got
     assert hashlib.sha256(Path(path).read_bytes()).hexdigest() == before
     assert fontlist.font_list(host_level(), store=tmp_path) == path  # made once
+
+
+def test_a_list_gone_mid_batch_leaves_the_kernel_to_build_its_own(tmp_path):
+    """A cache folder cleared while a batch runs: the sandbox still starts, and its kernel builds a list."""
+    path = fontlist.font_list(host_level(), store=tmp_path)
+    got = in_sandbox(path, before=lambda: os.remove(path))
+    assert "generated new fontManager" in got["messages"] and got["dejavu"] == "DejaVuSans.ttf", got
 
 
 def test_a_change_in_the_fonts_a_sandbox_sees_makes_a_new_list(tmp_path, monkeypatch):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..files import write_atomic
 from ..kernel import source as kernel_source
-from .isolation import Level, SandboxUnavailable
+from .isolation import Level
 from .isolation.bwrap import python_prefixes
 from .sandbox import Limits, Sandbox
 
@@ -70,7 +70,7 @@ def font_list(level: Level, limits: Limits = Limits(), store: Path | None = None
         name, data = build(level, limits)
         folder.mkdir(parents=True, exist_ok=True)
         write_atomic(folder / name, data)
-    except (OSError, ValueError, subprocess.SubprocessError, SandboxUnavailable) as e:
+    except Exception as e:  # noqa: BLE001 (a saving, never a reason for a batch to stop)
         log.warning("matplotlib's font list for the sandboxes could not be made (%s): each notebook that "
                     "imports matplotlib makes its own", e)
         return None

@@ -72,8 +72,10 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str,
         cmd += ["--ro-bind", jax_cache, JAX_CACHE]
     if font_list:
         # Read-only, so that no notebook changes the fonts another one finds; in a folder anyone may write,
-        # since matplotlib keeps its caches only in a writable one (else it makes another and warns).
-        cmd += ["--perms", "1777", "--dir", MPLCONFIGDIR, "--ro-bind", font_list, f"{MPLCONFIGDIR}/{Path(font_list).name}"]
+        # since matplotlib keeps its caches only in a writable one (else it makes another and warns). If the
+        # file went away since (a cache folder cleared mid-batch), the kernel builds its own list, as before.
+        cmd += ["--perms", "1777", "--dir", MPLCONFIGDIR,
+                "--ro-bind-try", font_list, f"{MPLCONFIGDIR}/{Path(font_list).name}"]
     # The sandbox's own root (a tmpfs bwrap made, with /etc and the folders above) read-only: in a user namespace
     # the kernel would own it and could write /etc/... there. /tmp, /dev/shm and the work folder stay writable.
     cmd += ["--remount-ro", "/"]
