@@ -80,6 +80,7 @@ ROUNDS_SIDE_BY_SIDE = 2
 """Rounds of each side-by-side scenario (nbgrader then jaxpath, then jaxpath then nbgrader): this machine's speed
 drifts by a third within minutes, and one round in one order puts the whole drift into the ratio."""
 
+
 def class_copy(config: Config, dest: Path, students: int, chapters, kinds) -> tuple[str, list[Path]]:
     """A fresh sample course at `dest` with the scenario's submissions: (assignment, submitted notebooks)."""
     shutil.rmtree(dest, ignore_errors=True)
@@ -111,7 +112,7 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
                  rounds: int = ROUNDS_SIDE_BY_SIDE) -> bool:
     """One scenario, side by side: stock nbgrader and jaxpath at the best level the host gives, `rounds` times
     in the order nbgrader, jaxpath, then jaxpath, nbgrader, ... (so a machine that drifts slower or faster
-    through the run favours neither), each jaxpath run from a course never graded; the ratio of the totals.
+    through the run favours neither), each jaxpath run from a course never graded; the ratio of the means.
     With `rootless`, then jaxpath run by an ordinary account. True when every jaxpath run gave nbgrader's
     scores cell by cell."""
     dest = config.build / "bench-grade" / name.replace(" ", "-")
@@ -121,12 +122,12 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
     subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={nb_db}"],
                    cwd=dest, env=env, check=True, capture_output=True)
 
-    def nbgrader() -> float:
+    def nbgrader() -> tuple[float, dict]:
         t0 = time.perf_counter()
         subprocess.run([BIN / "nbgrader", "autograde", part, "--force", f"--CourseDirectory.db_url={nb_db}",
                         "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
                        capture_output=True)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, scores(nb_db, part)
 
     def jaxpath():
         for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
@@ -137,19 +138,16 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
 
     t_nb, t_jp, same, expected = [], [], True, None
     for r in range(rounds):
-        for side in (("nbgrader", "jaxpath") if r % 2 == 0 else ("jaxpath", "nbgrader")):
-            if side == "nbgrader":
-                t_nb.append(nbgrader())
-                got = scores(nb_db, part)
-                same &= expected is None or got == expected
-                expected = got
-            else:
-                t, report, got = jaxpath()
-                t_jp.append(t)
-                jp_scores = got
-        same &= jp_scores == expected
-        print(f"{name:8} {len(notebooks):3} notebooks   round {r + 1}: nbgrader {t_nb[-1]:6.1f} s   jaxpath "
-              f"{t_jp[-1]:6.1f} s   {t_nb[-1] / t_jp[-1]:5.2f}x   identical scores: {jp_scores == expected}", flush=True)
+        if r % 2 == 0:
+            (t_n, got_nb), (t_j, report, got) = nbgrader(), jaxpath()
+        else:
+            (t_j, report, got), (t_n, got_nb) = jaxpath(), nbgrader()
+        same &= (expected is None or got_nb == expected) and got == got_nb
+        expected = got_nb
+        t_nb.append(t_n)
+        t_jp.append(t_j)
+        print(f"{name:8} {len(notebooks):3} notebooks   round {r + 1}: nbgrader {t_n:6.1f} s   jaxpath {t_j:6.1f} s   "
+              f"{t_n / t_j:5.2f}x   identical scores: {got == got_nb}", flush=True)
         if times:
             print_times(report)
     t_nbgrader, t_jaxpath = sum(t_nb) / rounds, sum(t_jp) / rounds

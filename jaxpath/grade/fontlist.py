@@ -33,7 +33,9 @@ log = logging.getLogger("jaxpath.grade")
 FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", "/usr/X11R6/lib/X11/fonts", "/usr/X11/lib/X11/fonts",
              "/usr/lib/openoffice/share/fonts/truetype")
 """The system folders matplotlib looks for fonts in that a sandbox sees (font_manager.X11FontDirectories,
-less the home folder's: a sandbox's home is the work folder), besides its own mpl-data/fonts."""
+less the home folder's: a sandbox's home is the work folder), besides its own mpl-data/fonts. Written out
+rather than read from matplotlib: importing font_manager loads a font list into the grader itself, and on a
+host without one builds it, to find a key that only has to tell whether the sandboxes' list is current."""
 
 NAME = re.compile(r"fontlist-v[0-9][0-9.]*\.json")
 BUILD_TIMEOUT = 120

@@ -220,7 +220,7 @@ class Sandbox:
     def __init__(self, files: dict[str, bytes], limits: Limits, env: dict[str, str] | None = None,
                  jax_cache: str | None = None, level: Level | None = None, font_list: str | None = None):
         self.files, self.limits, self.env = files, limits, dict(env or {})
-        self.font_list = font_list if font_list and os.path.isfile(font_list) else None
+        self.font_list = font_list  # mounted if it is there when the kernel starts (isolation/bwrap.py)
         self.level = level or host_level()
         if not self.level.isolated:
             raise SandboxUnavailable("a sandbox needs an isolation level (not 'none')")
