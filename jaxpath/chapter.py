@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,8 @@ class Variant:
     number: int
     why: str
     code: str
+    breaks: tuple[str, ...] = ()
+    """The requirements (R-ids) a wrong answer breaks; its failure must name one of them."""
 
     @property
     def label(self) -> str:
@@ -56,6 +59,10 @@ class Exercise:
     variants: list[Variant] = field(default_factory=list)
     equivalent: dict[str, str] = field(default_factory=dict)
     """Mutant ids the author recorded as equivalent to the reference (`[[name.equivalent]]`), with why."""
+    requirements: dict[str, str] = field(default_factory=dict)
+    """The numbered requirements of the statement ({"R1": text, ...}, in order), from the variants file."""
+    left_open: list[str] = field(default_factory=list)
+    """What the statement deliberately leaves open: the tests accept every reading of it."""
 
     def of_kind(self, kind: str) -> list[Variant]:
         return [v for v in self.variants if v.kind == kind]
@@ -276,12 +283,23 @@ def _attach_variants(ch: Chapter, path: Path) -> None:
             ch.problems.append(Problem(rel, f"variants for exercise {name!r}, which the chapter does not have "
                                             f"(it has {sorted(by_name)})"))
             continue
+        ex = by_name[name]
+        _attach_requirements(ch, ex, entry)
         for kind in ("wrong", "alternative"):
             for n, v in enumerate(entry.get(kind, []), start=1):
                 if not isinstance(v, dict) or not isinstance(v.get("code"), str):
                     ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} needs a `code` string"))
                     continue
-                by_name[name].variants.append(Variant(kind, n, str(v.get("why", "")), v["code"]))
+                breaks = v.get("breaks", ())
+                breaks = (breaks,) if isinstance(breaks, str) else tuple(breaks)
+                if kind == "alternative" and breaks:
+                    ch.problems.append(Problem(rel, f"[[{name}.alternative]] number {n} says it breaks "
+                                                    f"{', '.join(breaks)}: an alternative breaks nothing"))
+                unknown_keys = set(v) - {"code", "why", "breaks"}
+                if unknown_keys:
+                    ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} has unknown keys "
+                                                    f"{sorted(unknown_keys)}"))
+                ex.variants.append(Variant(kind, n, str(v.get("why", "")), v["code"], breaks))
         for n, v in enumerate(entry.get("equivalent", []), start=1):
             if not (isinstance(v, dict) and isinstance(v.get("id"), str) and str(v.get("why", "")).strip()):
                 ch.problems.append(Problem(rel, f"[[{name}.equivalent]] number {n} needs an `id` (the mutant's, as "
@@ -290,9 +308,68 @@ def _attach_variants(ch: Chapter, path: Path) -> None:
             if v["id"] in by_name[name].equivalent:
                 ch.problems.append(Problem(rel, f"[[{name}.equivalent]] records {v['id']!r} twice"))
             by_name[name].equivalent[v["id"]] = str(v["why"]).strip()
-        unknown = set(entry) - {"wrong", "alternative", "equivalent"}
+        unknown = set(entry) - {"wrong", "alternative", "equivalent", "requirements", "left_open"}
         if unknown:
             ch.problems.append(Problem(rel, f"[{name}] has unknown keys {sorted(unknown)}"))
+
+
+REQUIREMENT_ID = re.compile(r"^R([1-9][0-9]*)$")
+REQUIREMENT_TAG = re.compile(r"\bR([1-9][0-9]*)\b")
+"""How a test's failure message names the requirement it checks: `R3: ...` (the id as a word)."""
+
+
+def _attach_requirements(ch: Chapter, ex: Exercise, entry: dict) -> None:
+    rel = ch.variants_rel
+    reqs = entry.get("requirements", {})
+    if not isinstance(reqs, dict) or not all(isinstance(v, str) and v.strip() for v in reqs.values()):
+        ch.problems.append(Problem(rel, f"[{ex.name}.requirements] is a table of R1 = \"text\", R2 = ..."))
+        return
+    want = [f"R{n}" for n in range(1, len(reqs) + 1)]
+    if list(reqs) != want:
+        ch.problems.append(Problem(rel, f"[{ex.name}.requirements] must be numbered R1, R2, ... in order "
+                                        f"(found {', '.join(reqs)})"))
+    ex.requirements = {k: " ".join(v.split()) for k, v in reqs.items()}
+    left = entry.get("left_open", [])
+    if not isinstance(left, list) or not all(isinstance(v, str) and v.strip() for v in left):
+        ch.problems.append(Problem(rel, f"[{ex.name}] left_open is a list of strings"))
+        left = []
+    ex.left_open = [" ".join(v.split()) for v in left]
+
+
+def check_requirements(ch: Chapter, required: bool = True) -> list[Problem]:
+    """Static checks of every exercise's requirement list: each wrong answer names the requirement(s) it
+    breaks, each requirement is broken by at least one wrong answer and named by a check in the tests, and
+    the statement shows the list as the variants file states it (`jaxpath requirements`)."""
+    from .requirements import statement_problems
+
+    out = []
+    for e in ch.exercises:
+        if not e.requirements:
+            if required:
+                out.append(ch.problem(f"has no requirement list: add [{e.name}.requirements] to {ch.variants_rel} "
+                                      "(R1 what it returns, R2... every constraint of the statement)",
+                                      e.answer, e.name))
+            continue
+        tests_src = "\n".join(ch.nb.cells[t].source for t in e.tests)
+        named = {f"R{m}" for m in REQUIREMENT_TAG.findall(tests_src)}
+        for v in e.of_kind("wrong"):
+            if not v.breaks:
+                out.append(ch.problem(f"{v.label} says no requirement it breaks: add `breaks = \"Rn\"` in "
+                                      f"{ch.variants_rel}", e.answer, e.name))
+            for r in v.breaks:
+                if r not in e.requirements:
+                    out.append(ch.problem(f"{v.label} breaks {r!r}, which is not one of the exercise's requirements "
+                                          f"({', '.join(e.requirements)})", e.answer, e.name))
+        broken = {r for v in e.of_kind("wrong") for r in v.breaks}
+        for r in e.requirements:
+            if r not in broken:
+                out.append(ch.problem(f"{r} ({e.requirements[r]}) is broken by no wrong answer in {ch.variants_rel}: "
+                                      "add one that breaks only it, so its check is proven", e.answer, e.name))
+            if r not in named:
+                out.append(ch.problem(f"{r} is named by no check in the exercise's tests: a failing check says "
+                                      f"'{r}: ...' in its message", e.tests[0] if e.tests else e.answer, e.name))
+        out += statement_problems(ch, e)
+    return out
 
 
 def check_exercise_counts(ch: Chapter, min_exercises: int, min_wrong: int, min_alternative: int) -> list[Problem]:

@@ -58,6 +58,8 @@ class Config:
     min_exercises: int = 3
     min_wrong: int = 2
     min_alternative: int = 1
+    require_requirements: bool = False
+    """Whether `jaxpath validate` refuses an exercise without a requirement list (`[name.requirements]`)."""
 
     @property
     def source(self) -> Path:

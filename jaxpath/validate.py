@@ -17,8 +17,8 @@ from typing import Callable, Iterable
 
 import nbformat
 
-from .chapter import (INTENDED_ERROR, Chapter, Exercise, check_exercise_counts, load_chapter, stub_source, tags,
-                      visible_source)
+from .chapter import (INTENDED_ERROR, REQUIREMENT_TAG, Chapter, Exercise, check_exercise_counts, check_requirements,
+                      load_chapter, stub_source, tags, visible_source)
 from .cells import grade_id
 from .config import Config
 from .errors import UnknownChapter
@@ -91,6 +91,7 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
         elif vis_passed:
             problems.append(ch.problem("the visible self-check passes on the stub: a learner would see success "
                                        "without writing anything", t, ex.name, f"self-check {gid}"))
+    caught: set[str] = set()
     for v in ex.variants:
         if s.dead:
             break
@@ -99,6 +100,16 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
         if v.kind == "wrong" and all(p for _, p, _ in r.tests):
             problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
                                        "must catch it", ex.answer, ex.name))
+        elif v.kind == "wrong" and ex.requirements and v.breaks:
+            failures = [err for _, passed, err in r.tests if not passed]
+            named = {f"R{m}" for err in failures for m in REQUIREMENT_TAG.findall(err)}
+            if named & set(v.breaks):
+                caught |= named & set(v.breaks)
+            else:
+                problems.append(ch.problem(
+                    f"{v.label} breaks {' or '.join(v.breaks)}, but no check naming it caught the answer: it failed "
+                    f"with {failures[0]!r} ({ch.variants_rel}). The check of {v.breaks[0]} must fail on it with a "
+                    f"message that starts '{v.breaks[0]}: '", ex.tests[0], ex.name))
         if v.kind == "alternative":
             if r.answer_error:
                 problems.append(ch.problem(f"{v.label} raises when defined: {r.answer_error} ({ch.variants_rel})",
@@ -108,6 +119,13 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
                     gid = grade_id(ch.nb.cells[t])
                     problems.append(ch.problem(f"{v.label} is correct but fails this test: {err} ({where})",
                                                t, ex.name, f"self-check {gid}"))
+    if ex.requirements and not s.dead:
+        for rid, text in ex.requirements.items():
+            broken_by = [v for v in ex.of_kind("wrong") if rid in v.breaks]
+            if broken_by and rid not in caught:
+                problems.append(ch.problem(f"{rid} ({text}): none of the wrong answers that break it "
+                                           f"({', '.join(f'#{v.number}' for v in broken_by)}) was caught by a check "
+                                           f"naming {rid}", ex.answer, ex.name))
     return problems
 
 
@@ -212,6 +230,7 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: b
     report.variants = sum(len(e.variants) for e in ch.exercises)
     report.problems += ch.problems
     report.problems += check_exercise_counts(ch, config.min_exercises, config.min_wrong, config.min_alternative)
+    report.problems += check_requirements(ch, config.require_requirements)
     entry = load_manifest(config).chapters.get(chapter_id)
     titles = {sec.title for sec in ch.sections}
     for heading in (entry.sections if entry else {}):

@@ -1,0 +1,165 @@
+"""`jaxpath requirements`: every exercise's numbered requirements, kept once in its variants file and shown
+to the learner in the statement, and the committed coverage table REQUIREMENTS.md.
+
+The variants file holds the list (`[name.requirements]`: R1 what the answer returns, R2... every constraint
+of the statement) and what the statement leaves open (`left_open`). The statement shows it between two
+HTML comments, rendered from the file by `jaxpath requirements`; `jaxpath validate` refuses a
+statement whose list differs from the file, a requirement no wrong answer breaks, and a wrong answer whose
+failure does not name a requirement it breaks (see AUTHORING.md, *Requirements*)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .cells import HIDDEN, regions
+from .chapter import REQUIREMENT_TAG, Chapter, Exercise, load_chapter
+from .config import Config
+from .files import write_atomic
+from .manifest import load_manifest, notebook_path, variants_path
+from .problems import Problem
+
+OUTPUT = "REQUIREMENTS.md"
+BEGIN = "<!-- requirements: rendered by `jaxpath requirements` -->"
+END = "<!-- /requirements -->"
+BLOCK = re.compile(r"\n*<!-- requirements\b.*?<!-- /requirements -->\n*", re.DOTALL)
+
+
+def render_block(ex: Exercise) -> str:
+    """The statement's requirement list as markdown, between its two markers."""
+    lines = [BEGIN, "", "**Requirements** (the tests check each one and name it when it fails):", ""]
+    lines += [f"- **{rid}** {text}" for rid, text in ex.requirements.items()]
+    if ex.left_open:
+        lines += ["", "**Left open** (every choice here passes):", ""]
+        lines += [f"- {text}" for text in ex.left_open]
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def _statement_cell(ch: Chapter, ex: Exercise) -> int:
+    return ex.statement[-1] if ex.statement else ex.heading
+
+
+def statement_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
+    """The statement must show exactly the list the variants file holds, once."""
+    if not ex.requirements:
+        return []
+    cells = [i for i in ex.statement if BEGIN.split(":")[0] in ch.nb.cells[i].source]
+    want = render_block(ex)
+    if len(cells) == 1 and want in ch.nb.cells[cells[0]].source and ch.nb.cells[cells[0]].source.count(END) == 1:
+        return []
+    how = "differs from" if cells else "is missing from the statement; it is"
+    return [ch.problem(f"the requirement list {how} [{ex.name}.requirements] in {ch.variants_rel}: run "
+                       f"`jaxpath requirements {ch.id}`", _statement_cell(ch, ex), ex.name)]
+
+
+def render_statements(ch: Chapter) -> bool:
+    """Write each exercise's requirement list into its statement (replacing the old one). True if changed."""
+    changed = False
+    for ex in ch.exercises:
+        for i in ex.statement:
+            cell = ch.nb.cells[i]
+            if BLOCK.search(cell.source) and i != _statement_cell(ch, ex):
+                cell.source = BLOCK.sub("\n\n", cell.source).strip()
+                changed = True
+        if not ex.requirements:
+            continue
+        cell = ch.nb.cells[_statement_cell(ch, ex)]
+        body = BLOCK.sub("\n\n", cell.source).rstrip()
+        new = f"{body}\n\n{render_block(ex)}"
+        if new != cell.source:
+            cell.source = new
+            changed = True
+    return changed
+
+
+@dataclass
+class Row:
+    chapter: str
+    exercise: str
+    rid: str
+    text: str
+    checked: str
+    """Where the tests name it: 'visible', 'hidden' or 'visible + hidden'."""
+    broken_by: list[int]
+    """The wrong answers (numbers in the variants file) that break it."""
+
+
+def coverage(ch: Chapter) -> list[Row]:
+    rows = []
+    for ex in ch.exercises:
+        where: dict[str, set[str]] = {}
+        for t in ex.tests:
+            for _, line, region in regions(ch.nb.cells[t].source):
+                for m in REQUIREMENT_TAG.findall(line):
+                    where.setdefault(f"R{m}", set()).add("hidden" if region == HIDDEN else "visible")
+        for rid, text in ex.requirements.items():
+            seen = where.get(rid, set())
+            checked = " + ".join(k for k in ("visible", "hidden") if k in seen) or "nowhere"
+            broken = [v.number for v in ex.of_kind("wrong") if rid in v.breaks]
+            rows.append(Row(ch.id, ex.name, rid, text, checked, broken))
+    return rows
+
+
+def _chapters(config: Config, ids: list[str] | None = None) -> list[Chapter]:
+    manifest = load_manifest(config)
+    out = []
+    for entry in manifest.written():
+        if ids and entry.id not in ids:
+            continue
+        path = notebook_path(config, entry.id)
+        if path.exists():
+            out.append(load_chapter(path, entry.id, config.root, variants_path(config, entry.id)))
+    return out
+
+
+def render_table(chapters: list[Chapter]) -> str:
+    rows = [r for ch in chapters for r in coverage(ch)]
+    exercises = [(ch.id, e) for ch in chapters for e in ch.exercises]
+    listed = [e for _, e in exercises if e.requirements]
+    uncovered = [r for r in rows if not r.broken_by or r.checked == "nowhere"]
+    out = [f"requirements: {len(rows)} in {len(listed)} of {len(exercises)} exercises, "
+           f"{len(rows) - len(uncovered)} broken by a wrong answer and named by a check", "",
+           "Every exercise states its requirements as a numbered list in its statement (kept in `variants/`, "
+           "rendered by `jaxpath requirements`). Each wrong answer in `variants/` names the "
+           "requirement it breaks; `jaxpath validate` proves that the answer fails a check whose message names "
+           "that requirement, that every alternative passes every check and that no requirement goes unbroken. "
+           "Generated by `jaxpath requirements`; do not edit by hand (`jaxpath requirements --check` "
+           "fails when it is stale).", "",
+           "| chapter | exercise | requirement | checked in | broken by wrong answer |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        text = r.text.replace("|", "\\|")
+        broken = ", ".join(f"#{n}" for n in r.broken_by) or "**none**"
+        out.append(f"| {r.chapter} | `{r.exercise}` | **{r.rid}** {text} | {r.checked} | {broken} |")
+    missing = [f"{cid} `{e.name}`" for cid, e in exercises if not e.requirements]
+    if missing:
+        out += ["", f"Without a requirement list ({len(missing)}): " + ", ".join(missing) + "."]
+    return "\n".join(out) + "\n"
+
+
+@dataclass
+class RequirementsResult:
+    stale_statements: list[str]
+    """Chapters whose statements differ from their variants files (written, or only found with --check)."""
+    table: Path
+    table_current: bool
+
+
+def write_requirements(config: Config, *, check: bool = False, chapters: list[str] | None = None) -> RequirementsResult:
+    """Render the requirement lists into the statements of `chapters` (default: all) and write REQUIREMENTS.md
+    from every chapter. With `check`, write nothing and say what is stale."""
+    stale = []
+    for ch in _chapters(config, chapters):
+        if render_statements(ch):
+            stale.append(ch.id)
+            if not check:
+                write_atomic(ch.path, nbformat.writes(ch.nb) + "\n")
+    table = config.root / OUTPUT
+    text = render_table(_chapters(config))
+    current = table.exists() and table.read_text(encoding="utf-8") == text
+    if not check and not current:
+        write_atomic(table, text)
+    return RequirementsResult(stale, table, current)
