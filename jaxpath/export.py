@@ -23,6 +23,13 @@ class ExportReport:
     rows: int
 
 
+def net_score(submission) -> dict:
+    """What nbgrader's export writes for a submission: `Submission.score` is the raw sum of its grades, the late
+    penalty is taken off it, and the result is never below zero (nbgrader.plugins.export.CsvExportPlugin)."""
+    raw, penalty = submission.score, submission.late_submission_penalty or 0.0
+    return {"raw_score": raw, "late_submission_penalty": penalty, "score": max(0.0, raw - penalty)}
+
+
 def export(config: Config, part: str, *, output: Path | None = None, canvas_output: Path | None = None,
            canvas_column: str | None = None, db_url: str | None = None) -> ExportReport:
     from nbgrader.api import Gradebook, MissingEntry
@@ -37,22 +44,23 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
         assignment = gb.find_assignment(part)
         for student in gb.students:
+            row = {"assignment": part, "duedate": assignment.duedate or "", "student_id": student.id,
+                   "last_name": student.last_name or "", "first_name": student.first_name or "",
+                   "email": student.email or "", "max_score": assignment.max_score}
             try:
                 sub = gb.find_submission(part, student.id)
             except MissingEntry:
+                # nbgrader's own export: a student who submitted nothing scores zero.
+                rows.append({**row, "timestamp": "", "raw_score": 0.0, "late_submission_penalty": 0.0,
+                             "score": 0.0, "status": "not submitted", "isolation": ""})
                 continue
             mine = statuses.get(student.id, [])
             bad = [f"{s.notebook}: {s.status} ({s.reason})" for s in mine if s.status != GradeStatus.GRADED]
             status = GradeStatus.GRADED.value if mine and not bad else ("not graded by jaxpath" if not mine else "; ".join(bad))
-            rows.append({
-                "assignment": part, "duedate": assignment.duedate or "", "timestamp": sub.timestamp or "",
-                "student_id": student.id, "last_name": student.last_name or "", "first_name": student.first_name or "",
-                "email": student.email or "", "raw_score": sub.score + sub.late_submission_penalty,
-                "late_submission_penalty": sub.late_submission_penalty, "score": sub.score,
-                "max_score": sub.max_score, "status": status,
-                # How the grades were obtained: the isolation level(s) its notebooks ran at.
-                "isolation": "; ".join(sorted({s.isolation for s in mine if s.isolation}))})
-    out = output or config.root / f"grades-{part}.csv"
+            rows.append({**row, **net_score(sub), "timestamp": sub.timestamp or "", "status": status,
+                         # How the grades were obtained: the isolation level(s) its notebooks ran at.
+                         "isolation": "; ".join(sorted({s.isolation for s in mine if s.isolation}))})
+    out = output or config.build / "grades" / f"grades-{part}.csv"   # git-ignored: student data never one `git add` from a commit
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["status", "isolation"])
     w.writeheader()
@@ -69,6 +77,6 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
     for r in rows:
         name = ", ".join(x for x in (r["last_name"], r["first_name"]) if x) or r["student_id"]
         w.writerow([name, "", r["student_id"], r["student_id"], "", r["score"]])
-    canvas = canvas_output or config.root / f"grades-{part}-canvas.csv"
+    canvas = canvas_output or config.build / "grades" / f"grades-{part}-canvas.csv"
     write_atomic(Path(canvas), buf.getvalue().encode("utf-8"))
     return ExportReport(Path(out), Path(canvas), len(rows))

@@ -71,6 +71,8 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
     import matplotlib.ticker
     from nbgrader.api import Gradebook
 
+    from .export import net_score
+
     coursedir = config.coursedir(db_url)
     store = StatusStore(coursedir.db_url)
     statuses = store.all(part)
@@ -79,7 +81,8 @@ def report(config: Config, part: str, *, output: Path | None = None, db_url: str
     totals = []
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
         for sub in gb.assignment_submissions(part):
-            totals.append((sub.student_id, float(sub.score), float(sub.max_score)))
+            # the score the export and the LMS carry: net of the late penalty, as nbgrader exports it
+            totals.append((sub.student_id, float(net_score(sub)["score"]), float(sub.max_score)))
             for nb in sub.notebooks:
                 for g in nb.grades:
                     if g.auto_score is not None or g.manual_score is not None:

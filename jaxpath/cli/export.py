@@ -11,8 +11,8 @@ def register(sub, parents) -> None:
     p = sub.add_parser("export", parents=[parents.common, parents.gradebook],
                        help="grades CSV (nbgrader's columns + status) and a Canvas gradebook CSV")
     p.add_argument("part")
-    p.add_argument("--output", type=Path, default=None, help="default: grades-PART.csv")
-    p.add_argument("--canvas-output", type=Path, default=None, help="default: grades-PART-canvas.csv")
+    p.add_argument("--output", type=Path, default=None, help="default: build/grades/grades-PART.csv (git-ignored)")
+    p.add_argument("--canvas-output", type=Path, default=None, help="default: build/grades/grades-PART-canvas.csv")
     p.add_argument("--canvas-column", default=None, help='Canvas assignment column, e.g. "Basics (12345)"')
     p.set_defaults(func=run)
 
