@@ -5,13 +5,16 @@ import pytest
 from jaxpath.cli import main
 from jaxpath.sample import answers_from_source, submission
 
-from course_factory import make_course
+from course_factory import good_cells, make_course
 
 pytestmark = pytest.mark.slow
 
 
 def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(tmp_path, capsys):
-    root = make_course(tmp_path / "c")
+    cells = good_cells()
+    # a message with brackets in it, printed as the notebook says it (rich would take [idx] for markup)
+    cells[14].source = cells[14].source.replace("'square(3) should be 9'", "'square(3) should be 9, not table[idx]'")
+    root = make_course(tmp_path / "c", cells)
     work = tmp_path / "work"
     (work / "demo").mkdir(parents=True)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
@@ -32,7 +35,7 @@ def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(t
     assert "3/3 self-checks pass" in out and "recorded in" in out
     assert main(["--root", str(root), "check", str(work / "demo" / "partly.ipynb")]) == 1
     out = capsys.readouterr().out
-    assert "✗ fails  Exercise 2: square" in out and "square(3) should be 9" in out and "2/3 self-checks pass" in out
+    assert "✗ fails  Exercise 2: square" in out and "square(3) should be 9, not table[idx]" in out and "2/3 self-checks pass" in out
     assert "note" not in out, "the chapter's intended errors are not reported"
     assert main(["--root", str(root), "check", "--no-record", str(work / "demo" / "stub.ipynb")]) == 1
     assert "0/3 self-checks pass" in capsys.readouterr().out

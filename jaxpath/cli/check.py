@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from ..config import Config
 from ..problems import ChapterError
 from ._console import console
@@ -29,17 +31,19 @@ def run(args, config: Config) -> int:
         try:
             r = check(Path(path), timeout=args.timeout, record=record)
         except ChapterError as e:
-            console.print(f"[red]✗[/red] {e}")
+            console.print(f"[red]✗[/red] {escape(str(e))}")
             rc = 1
             continue
-        console.print(f"[bold]{path}[/bold] ({r.seconds:.1f} s)")
+        console.print(f"[bold]{escape(str(path))}[/bold] ({r.seconds:.1f} s)")
         for res in r.results:
             mark = "[green]✓ passes[/green]" if res.passed else "[red]✗ fails[/red]"
-            console.print(f"  {mark}  {res.title or res.grade_id}  [dim]({res.grade_id}, {res.points:g} pt)[/dim]")
+            # what the notebook says is text, never markup: "table[idx]" stays "table[idx]"
+            console.print(f"  {mark}  {escape(res.title or res.grade_id)}  "
+                          f"[dim]({escape(res.grade_id)}, {res.points:g} pt)[/dim]")
             if not res.passed:
-                console.print(f"           {res.message}")
+                console.print(f"           {escape(res.message)}")
         for err in r.errors:
-            console.print(f"  [yellow]note[/yellow] {err}")
+            console.print(f"  [yellow]note[/yellow] {escape(str(err))}")
         passed = sum(x.passed for x in r.results)
         console.print(f"  {passed}/{len(r.results)} self-checks pass")
         if r.recorded:
