@@ -64,6 +64,8 @@ class Roster:
     by_name: dict[str, str]
     """Name key (lowercase letters and digits only) -> student id."""
     students: set[str]
+    rows: dict[str, dict] = field(default_factory=dict)
+    """Student id -> the roster's row (its columns as written, stripped): what the Canvas export maps through."""
 
     def lookup(self, uid: str | None, name: str | None) -> str | None:
         if uid and uid in self.by_lms:
@@ -85,13 +87,15 @@ def read_roster(path: Path) -> Roster:
     with f:
         reader = csv.DictReader(f)
         if "student_id" not in (reader.fieldnames or []):
-            raise CollectError(f"{path}: the roster needs a `student_id` column (and `lms_id`, optionally `name`); "
+            raise CollectError(f"{path}: the roster needs a `student_id` column (and `lms_id`, optionally `name`, "
+                               "`sis_user_id`, `sis_login_id`, `section`); "
                                f"found {', '.join(reader.fieldnames or []) or 'no header'}")
         for row in reader:
             sid = (row.get("student_id") or "").strip()
             if not sid:
                 continue
             roster.students.add(sid)
+            roster.rows[sid] = {k: (v or "").strip() for k, v in row.items() if k}
             if (row.get("lms_id") or "").strip():
                 roster.by_lms[row["lms_id"].strip()] = sid
             if name_key(row.get("name") or ""):

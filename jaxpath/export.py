@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .collect import read_roster
 from .files import write_atomic
 from .grade.record import StatusStore
 from .grade.statuses import GradeStatus
@@ -21,6 +22,8 @@ class ExportReport:
     csv_path: Path
     canvas_path: Path
     rows: int
+    not_in_roster: list[str] = field(default_factory=list)
+    """Students of the gradebook the roster does not name: left out of the Canvas file (Canvas could not match them)."""
 
 
 def net_score(submission) -> dict:
@@ -31,7 +34,11 @@ def net_score(submission) -> dict:
 
 
 def export(config: Config, part: str, *, output: Path | None = None, canvas_output: Path | None = None,
-           canvas_column: str | None = None, db_url: str | None = None) -> ExportReport:
+           canvas_column: str | None = None, db_url: str | None = None, roster: Path | None = None) -> ExportReport:
+    """nbgrader's export columns (plus each submission's status and isolation level) and a Canvas gradebook import.
+    With `roster` (the CSV `jaxpath collect` reads: `student_id`, `lms_id`, and optionally `name`, `sis_user_id`,
+    `sis_login_id`, `section`), Canvas rows carry the LMS's own ids; without one, the nbgrader id is written as the
+    SIS ids, which Canvas matches only where they are the same."""
     from nbgrader.api import Gradebook, MissingEntry
 
     coursedir = config.coursedir(db_url)
@@ -74,9 +81,19 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
     w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column])
     max_score = rows[0]["max_score"] if rows else ""
     w.writerow(["    Points Possible", "", "", "", "", max_score])
+    mapped = read_roster(roster) if roster is not None else None
+    not_in_roster = []
     for r in rows:
         name = ", ".join(x for x in (r["last_name"], r["first_name"]) if x) or r["student_id"]
-        w.writerow([name, "", r["student_id"], r["student_id"], "", r["score"]])
+        if mapped is None:
+            w.writerow([name, "", r["student_id"], r["student_id"], "", r["score"]])
+            continue
+        entry = mapped.rows.get(r["student_id"])
+        if entry is None:
+            not_in_roster.append(r["student_id"])
+            continue
+        w.writerow([entry.get("name") or name, entry.get("lms_id", ""), entry.get("sis_user_id", ""),
+                    entry.get("sis_login_id", ""), entry.get("section", ""), r["score"]])
     canvas = canvas_output or config.build / "grades" / f"grades-{part}-canvas.csv"
     write_atomic(Path(canvas), buf.getvalue().encode("utf-8"))
-    return ExportReport(Path(out), Path(canvas), len(rows))
+    return ExportReport(Path(out), Path(canvas), len(rows), not_in_roster)

@@ -80,3 +80,20 @@ def test_export_matches_nbgrader_export(tmp_path, monkeypatch):
     canvas = {r[2]: r for r in csv.reader(mine.canvas_path.open())}
     for student in a:
         assert float(canvas[student][5]) == pytest.approx(float(a[student]["score"])), student
+
+
+def test_canvas_export_maps_students_through_the_roster(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    root = make_course(tmp_path / "c")
+    url = _gradebook(root)
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student_id,lms_id,name,sis_user_id,sis_login_id,section\n"
+                      + "".join(f"{s},{100 + i},{s.title()} Doe,S{i:03d},{s}@uni.example,A\n"
+                                for i, s in enumerate(sorted(CLASS)) if s != "manual"))
+    r = export(Config.load(root), "demo", db_url=url, roster=roster)
+    canvas = list(csv.reader(r.canvas_path.open()))
+    by_id = {row[1]: row for row in canvas[2:]}
+    late = sorted(CLASS).index("late")
+    assert by_id[str(100 + late)] == ["Late Doe", str(100 + late), f"S{late:03d}", "late@uni.example", "A", "2.0"]
+    assert r.not_in_roster == ["absent", "manual"]   # in the gradebook, not in the roster: not uploaded
+    assert len(canvas) == 2 + len(CLASS) - 1
