@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
 
 from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, notebook_secrets, regions, visible_source
 from .config import Config
@@ -116,6 +118,34 @@ def redact_outputs(cell, secret: set[str]) -> None:
             out["traceback"] = [_redact_text(ANSI.sub("", t), secret) for t in out.get("traceback", [])]
 
 
+def hide_secrets(nb) -> None:
+    """Every code cell of an autograded notebook as a student may see it: hidden tests cut out of test cells, and
+    every line that quotes one (in what a cell printed or raised, or in the student's own cells) removed."""
+    secret = set(notebook_secrets(nb).hidden)  # its hidden tests, nothing the student saw
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            hide_hidden_tests(cell)
+            redact_outputs(cell, secret)
+    return secret
+
+
+class HideHiddenTests(Preprocessor):
+    """`hide_secrets` as an nbconvert preprocessor, for nbgrader's own GenerateFeedback: this course's
+    nbgrader_config.py puts it into `c.GenerateFeedback.preprocessors`, so that formgrader's "Generate Feedback"
+    button and `nbgrader generate_feedback` write pages without hidden tests too (after GetGrades, which reads
+    the cells' grade ids). Student cells that quote a hidden test lose those lines here, where `jaxpath
+    feedback` instead leaves the page for a person to review."""
+
+    enabled = Bool(True, help="on by default (nbconvert's preprocessors are off unless enabled)").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        secret = hide_secrets(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and any(x in cell.source for x in secret):
+                cell.source = _redact_text(cell.source, secret)
+        return nb, resources
+
+
 def page_leaks(page: str, secret: set[str]) -> list[str]:
     """Secret lines that still appear in a rendered page's text (tags removed, entities decoded)."""
     import html as html_lib
@@ -153,11 +183,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                                   "db_url": coursedir.db_url, "course_id": coursedir.course_id},
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
-        secret = set(notebook_secrets(nb).hidden)  # its hidden tests, nothing the student saw
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                hide_hidden_tests(cell)
-                redact_outputs(cell, secret)
+        secret = hide_secrets(nb)
         html, _ = exporter.from_notebook_node(nb, resources=resources)
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
         leaks = page_leaks(html, secret)

@@ -252,6 +252,18 @@ def test_formgrader_lists_the_assignment_and_graded_submissions(tmp_path, start_
         expect(row).to_contain_text(score)
     shoot("formgrader-manage-submissions")
 
+    # formgrader's own "Generate Feedback" button runs nbgrader's generate_feedback with this course's
+    # preprocessors (nbgrader_config.py): bo's page has the visible self-check and none of the hidden tests
+    bo = page.locator("tbody tr").filter(has=page.locator("td", has_text=re.compile("^bo$")))
+    bo.locator("td.generate-feedback a").click()
+    expect(page.locator("#success-modal")).to_contain_text("Successfully generated feedback for 'demo' for student 'bo'")
+    shoot("formgrader-generated-feedback")
+    fb = (root / "feedback/bo/demo/01_demo.html").read_text()
+    assert "square(3) should be 9" in fb  # the visible self-check and its failure
+    for hidden in ("double(-1.5)", "negative floats too'", "square(-2)", "isinstance(halve(4), float)",
+                   "BEGIN HIDDEN TESTS"):
+        assert hidden not in fb, hidden
+
     # the grader opens bo's graded notebook: the failing self-check, its message and its score are there
     page.goto(f"{lab.url}/formgrader/gradebook/demo/01_demo?token={lab.token}")
     page.get_by_role("button", name="Show All Names").click()

@@ -24,11 +24,13 @@ def register(sub, parents) -> None:
     p.add_argument("--force", action="store_true", help="regrade notebooks that did not change")
     p.add_argument("--no-sandbox", action="store_true",
                    help="run student code WITHOUT isolation (only where a sandbox cannot be built)")
-    p.add_argument("--cell-timeout", type=int, default=default.cell_timeout, help="seconds per cell (default: %(default)s)")
-    p.add_argument("--notebook-timeout", type=int, default=default.notebook_timeout,
-                   help="seconds per notebook (default: %(default)s)")
-    p.add_argument("--memory-mb", type=int, default=default.memory_mb,
-                   help="memory per notebook, its files included (default: %(default)s)")
+    course = "course.toml [grading], else"
+    p.add_argument("--cell-timeout", type=int, default=None,
+                   help=f"seconds per cell (default: {course} nbgrader's c.Execute.timeout, else {default.cell_timeout})")
+    p.add_argument("--notebook-timeout", type=int, default=None,
+                   help=f"seconds per notebook (default: {course} {default.notebook_timeout})")
+    p.add_argument("--memory-mb", type=int, default=None,
+                   help=f"memory per notebook, its files included (default: {course} {default.memory_mb})")
     p.add_argument("--lock-timeout", type=float, default=120.0,
                    help="seconds to wait while another process holds the gradebook locked, then stop with an error")
     p.add_argument("--no-compile-cache", action="store_true",
@@ -44,7 +46,8 @@ def run(args, config: Config) -> int:
     from ..grade import GradeError, Limits, SandboxUnavailable, grade
     from ..grade.statuses import GradeStatus
 
-    limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory_mb)
+    limits = Limits.for_course(config, cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                               memory_mb=args.memory_mb)
     progress = Progress(TextColumn("grading {task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=console)
     task = None

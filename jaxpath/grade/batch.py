@@ -27,7 +27,7 @@ isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said
 
 def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
-          sandbox: bool = True, limits: Limits = Limits(), compile_cache: bool = True, isolation: str | None = None,
+          sandbox: bool = True, limits: Limits | None = None, compile_cache: bool = True, isolation: str | None = None,
           on_start: Callable[[int, int], None] | None = None,
           on_result: Callable[[Status], None] | None = None, lock_timeout: float = 120.0) -> GradeReport:
     """Grade every submission of `part` (or the chosen students / notebooks) and record the results.
@@ -52,6 +52,7 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     def call(fn, *args, what):
         return gradebook_call(fn, *args, lock_timeout=lock_timeout, what=what)
 
+    limits = limits if limits is not None else Limits.for_course(config)   # course.toml [grading]
     coord = call(lambda: Coordinator(config, part, db_url=db_url, sandbox=sandbox, limits=limits, force=force,
                                      jax_cache=cache, isolation=isolation), what="opening the gradebook")
     report = GradeReport(part, isolation=coord.level.name)

@@ -99,29 +99,106 @@ class Coordinator:
         self.store = StatusStore(self.db_url)
         self._ensure_assignment()
 
-    # -- the gradebook knows the assignment ---------------------------------------------------------
+    # -- the gradebook knows the assignment, as source/ has it ---------------------------------------
     def _ensure_assignment(self) -> None:
+        """The gradebook's notebooks, grade cells, points and checksums of this part, kept in step with
+        source/: created when missing (also when `nbgrader db assignment add` made the assignment first, with no
+        notebooks), updated when a point value or a cell changed since. Nothing else changes: due date, students
+        and submissions stay as the gradebook has them."""
+        stale = self._gradebook_differs()
+        if stale:
+            self._sync_gradebook(stale)
+        self._read_assignment()
+
+    def _source_notebooks(self) -> dict[str, nbformat.NotebookNode]:
+        src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
+        return {p.stem: nbformat.read(p, as_version=4) for p in sorted(src.glob("*.ipynb"))} if src.is_dir() else {}
+
+    def _released_cells(self, name: str, nb: nbformat.NotebookNode) -> dict[str, str]:
+        """grade id -> checksum, as nbgrader's generate_assignment records them: its own steps up to the first
+        ComputeChecksums (stubs in place of solutions, hidden tests kept), on a copy of the source notebook."""
+        import copy
+
+        from nbgrader.converters import GenerateAssignment
+
+        resources = {"nbgrader": {"notebook": name, "assignment": self.part, "db_url": self.db_url,
+                                  "course_id": self.course_id}}
+        nb = copy.deepcopy(nb)
+        steps = list(GenerateAssignment(config=self.nbcfg).preprocessors)   # the course's own list, if it set one
+        for step in steps[:[s.__name__ for s in steps].index("SaveCells")]:
+            nb, resources = step(config=self.nbcfg).preprocess(nb, resources)
+        return {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader.get("checksum", "")
+                for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id")}
+
+    def _gradebook_differs(self) -> str:
+        """Why the gradebook's copy of the part differs from source/ (empty when it does not)."""
         from nbgrader.api import Gradebook, MissingEntry
 
+        sources = self._source_notebooks()
         with Gradebook(self.db_url, self.course_id) as gb:
             try:
                 a = gb.find_assignment(self.part)
-                self.notebooks = sorted(n.name for n in a.notebooks)
-                self.source_version = hashlib.sha256(json.dumps(
-                    sorted((c.name, c.notebook.name, c.checksum or "") for n in a.notebooks
-                           for c in n.source_cells)).encode()).hexdigest()
-                return
             except MissingEntry:
-                pass
-        if not (Path(self.coursedir.root) / self.coursedir.source_directory / self.part).is_dir():
-            raise GradeError(f"no assignment {self.part!r} in the gradebook and no source/{self.part} to create it from")
+                if not sources:
+                    raise GradeError(f"no assignment {self.part!r} in the gradebook and no source/{self.part} to "
+                                     "create it from") from None
+                return "not in the gradebook"
+            if not sources:
+                return ""  # graded from the gradebook alone (no source/ here): nothing to compare
+            have = {n.name: n for n in a.notebooks}
+            if set(have) != set(sources):
+                return (f"its notebooks are {', '.join(sorted(have)) or 'none'}; source/{self.part} has "
+                        f"{', '.join(sorted(sources))}")
+            for name, nb in sources.items():
+                try:
+                    released = self._released_cells(name, nb)
+                except Exception as e:  # nbgrader's own refusal is clearer: let the sync say it
+                    return f"{name}: {(str(e).strip().splitlines() or [type(e).__name__])[0]}"
+                recorded = {c.name: c.checksum for c in have[name].source_cells}
+                for gid in sorted(set(released) | set(recorded)):
+                    if released.get(gid) != recorded.get(gid):
+                        return f"{name}: {gid} changed in source/ since the gradebook recorded it"
+        return ""
+
+    def _sync_gradebook(self, why: str) -> None:
+        """nbgrader's own generate_assignment writes the cells into the gradebook; its student version goes to a
+        scratch folder (release/ is `jaxpath release`'s, leak-checked)."""
+        import copy
+        import tempfile
+
         from nbgrader.apps import NbGraderAPI
 
-        log.info("assignment %s is not in the gradebook: running nbgrader generate_assignment", self.part)
-        result = NbGraderAPI(config=self.nbcfg).generate_assignment(self.part, force=True, create=True)
+        log.info("the gradebook's %s differs from source/ (%s): updating it with nbgrader generate_assignment",
+                 self.part, why)
+        with tempfile.TemporaryDirectory(prefix="jaxpath-gradebook-") as scratch:
+            cfg = copy.deepcopy(self.nbcfg)
+            cfg.CourseDirectory.release_directory = scratch
+            result = NbGraderAPI(config=cfg).generate_assignment(self.part, force=True, create=True)
         if not result.get("success"):
-            raise GradeError(f"nbgrader generate_assignment {self.part} failed: {(result.get('error') or '')[-500:]}")
-        self._ensure_assignment()
+            err = (result.get("error") or "").strip()
+            hint = ("; nbgrader refuses to add or remove grade cells once submissions exist: keep the cells, or "
+                    "start a new assignment" if "submissions associated" in err else "")
+            raise GradeError(f"could not update the gradebook's {self.part} from source/ ({why}): "
+                             f"{err.splitlines()[-1] if err else 'nbgrader generate_assignment failed'}{hint}")
+
+    def _read_assignment(self) -> None:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            a = gb.find_assignment(self.part)
+            self.notebooks = sorted(n.name for n in a.notebooks)
+            self.duedate = a.duedate.isoformat() if a.duedate else ""
+            # What a notebook's grades depend on besides the submission: its cells and points in the
+            # gradebook, the due date and the late-penalty rule, and the limits it runs under.
+            penalties = self.nbcfg.get("AssignLatePenalties", {})
+            plugin = str(penalties.get("plugin_class", "LateSubmissionPlugin")).rsplit(".", 1)[-1]
+            policy = json.dumps([self.duedate, repr(penalties), repr(self.nbcfg.get(plugin, {})),
+                                 sorted(vars(self.limits).items())], default=str)
+            self.source_version = {
+                n.name: hashlib.sha256(json.dumps([policy, sorted((c.name, c.checksum or "") for c in n.source_cells),
+                                                   sorted((c.name, c.max_score) for c in n.grade_cells)],
+                                                  default=str).encode()).hexdigest()
+                for n in a.notebooks}
 
     # -- what is there to grade -----------------------------------------------------------------------
     def submissions(self, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None) -> list[Job]:
@@ -182,9 +259,17 @@ class Coordinator:
         except (TypeError, ValueError):
             return []
 
-    def _hash(self, job: Job) -> str:
+    def _extensions(self) -> dict[str, str]:
+        """Student -> the extension the gradebook grants their submission of this part (`jaxpath extend`)."""
+        from nbgrader.api import Gradebook
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            return {s.student.id: str(s.extension) for s in gb.assignment_submissions(self.part) if s.extension}
+
+    def _hash(self, job: Job, extension: str = "") -> str:
         h = hashlib.sha256(GRADER_VERSION.encode())
-        h.update(self.source_version.encode())
+        h.update(self.source_version.get(job.notebook, "").encode())
+        h.update(extension.encode())  # a new extension changes the late penalty: regraded
         if job.path is not None:
             h.update(job.path.read_bytes())
             ts = job.path.parent / "timestamp.txt"
@@ -195,8 +280,9 @@ class Coordinator:
     def plan(self, jobs: list[Job]) -> tuple[list[Job], list[Status]]:
         """Jobs whose content changed (or all with force), and the statuses of those skipped."""
         todo, skipped = [], []
+        extensions = self._extensions()
         for job in jobs:
-            job.content_hash = self._hash(job)
+            job.content_hash = self._hash(job, extensions.get(job.student, ""))
             old = self.store.get(self.part, job.student, job.notebook)
             if not self.force and old and old.content_hash == job.content_hash and old.status in FINAL:
                 skipped.append(old)
@@ -259,7 +345,7 @@ class Coordinator:
             if n > 1:  # a copied cell (JupyterLab copies metadata): nbgrader keeps the last one
                 job.notes.append(f"{gid} appears {n} times; the last copy was graded, the others ran as plain cells")
         try:
-            for pp in prepare_steps(self.nbcfg, job.changes):
+            for pp in prepare_steps(self.nbcfg, job.changes, job.notes):
                 nb, resources = pp.preprocess(nb, resources)
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]

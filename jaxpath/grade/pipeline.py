@@ -14,7 +14,7 @@ class TrackingOverwriteCells:
     A test cell whose source is the released one (hidden tests removed) is not a change: nbgrader
     restores the hidden tests into it on purpose."""
 
-    def __new__(cls, changes: list[str], **kw):
+    def __new__(cls, changes: list[str], notes: list[str] | None = None, **kw):
         from nbgrader.preprocessors import OverwriteCells
 
         from ..cells import visible_source
@@ -30,7 +30,12 @@ class TrackingOverwriteCells:
                     if self._submitted_source in (src, visible_source(src)):
                         return
                     attr = "source edited"
-                changes.append(f"{name}: {attr}")
+                if attr == "points" and notes is not None:
+                    # The submission carries the points of an earlier release (the instructor changed them
+                    # since): nbgrader grades with today's, and nothing was tampered with.
+                    notes.append(f"{name} came with {new:g} point(s) (an earlier release?), graded as worth {old:g}")
+                else:
+                    changes.append(f"{name}: {attr}")
                 super().report_change(name, attr, old, new)
 
         return Tracking(**kw)
@@ -46,12 +51,12 @@ class DropEmptyMetadata:
         return nb, resources
 
 
-def prepare_steps(nbcfg, changes: list[str]) -> list:
+def prepare_steps(nbcfg, changes: list[str], notes: list[str] | None = None) -> list:
     """nbgrader's sanitize steps, in nbgrader's order, with the two above."""
     from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
     return [ClearOutput(config=nbcfg), DeduplicateIds(config=nbcfg), DropEmptyMetadata(),
-            OverwriteKernelspec(config=nbcfg), TrackingOverwriteCells(changes, config=nbcfg, add_missing_cells=True),
+            OverwriteKernelspec(config=nbcfg), TrackingOverwriteCells(changes, notes, config=nbcfg, add_missing_cells=True),
             CheckCellMetadata(config=nbcfg)]
 
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -50,6 +50,38 @@ class Limits:
     tmp_mb: int = 256
     cell_timeout: int = 120
     notebook_timeout: int = 900
+
+    @classmethod
+    def for_course(cls, config, **given) -> "Limits":
+        """The course's grading limits: `[grading]` of course.toml (committed with the course), over these
+        defaults, under what the command line `given` (None: not given). nbgrader's own `c.Execute.timeout`
+        (what stock autograde and validate use per cell) is the cell timeout too; where both files set it, they
+        must agree: one limit, one value."""
+        import tomllib
+
+        from ..errors import JaxpathError
+
+        try:
+            grading = tomllib.loads(config.manifest_path.read_text(encoding="utf-8")).get("grading", {})
+        except (OSError, tomllib.TOMLDecodeError):
+            grading = {}
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(grading) - known)
+        if unknown:
+            raise JaxpathError(f"{config.manifest_file} [grading] has unknown key(s) {', '.join(unknown)}: jaxpath grade "
+                               f"reads {', '.join(sorted(known))}")
+        bad = sorted(k for k, v in grading.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0)
+        if bad:
+            raise JaxpathError(f"{config.manifest_file} [grading] {', '.join(bad)}: a positive whole number")
+        execute = config.nbgrader().get("Execute", {}).get("timeout")
+        if isinstance(execute, int) and execute > 0:
+            if "cell_timeout" in grading and grading["cell_timeout"] != execute:
+                raise JaxpathError(
+                    f"nbgrader_config.py sets c.Execute.timeout = {execute} but {config.manifest_file} [grading] sets "
+                    f"cell_timeout = {grading['cell_timeout']}: one limit, two values. Keep it in "
+                    f"{config.manifest_file} (nbgrader_config.py can read it from there, as this course's does)")
+            grading.setdefault("cell_timeout", execute)
+        return cls(**{**grading, **{k: v for k, v in given.items() if v is not None}})
 
 
 def sandbox_problem(want: str | None = None) -> str | None:
