@@ -10,6 +10,13 @@ from .manifest import ChapterEntry, Manifest, Stage, load_manifest, notebook_pat
 
 OUTPUT = "LEARNING_PATH.md"
 
+HOW_TO_USE_IN_CLASS = (
+    "How to use it: work through the main text of each notebook in order (every unmarked explanation and "
+    "code cell is part of the main path), plus the 🟢 must-read extras listed below. Sections marked ⚪ "
+    "optional can wait until you need them. Write your code in ✍️ *Your answer* and check it with 🧪 *Self-check*; "
+    "your course returns feedback on what you submit.")
+"""The same for a graded class's site (`jaxpath site --for-class`): it names no solutions."""
+
 HOW_TO_USE = (
     "How to use it: work through the main text of each notebook in order (every unmarked explanation and "
     "code cell is part of the main path), plus the 🟢 must-read extras listed below. Sections marked ⚪ "

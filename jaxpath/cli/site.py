@@ -11,6 +11,9 @@ def register(sub, parents) -> None:
     p = sub.add_parser("site", parents=[parents.common],
                        help="the course site (Sphinx + MyST-NB) from the executed chapters, into build/site/")
     p.add_argument("--out", type=Path, default=None, help="the site folder (default: build/site/)")
+    p.add_argument("--for-class", action="store_true",
+                   help="the site a graded class may see, into build/site-class/: no solutions or self-study edition, "
+                        "a launch button only onto [site] class_branch (release/ alone)")
     p.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="Sphinx processes")
     p.set_defaults(func=run)
 
@@ -19,7 +22,7 @@ def run(args, config: Config) -> int:
     from ..site import build_site
 
     with console.status("building the course site…") as status:
-        r = build_site(config, out=args.out, jobs=args.jobs, on_step=lambda s: status.update(f"site: {s}…"))
+        r = build_site(config, out=args.out, jobs=args.jobs, for_class=args.for_class, on_step=lambda s: status.update(f"site: {s}…"))
     for w in r.warnings:
         console.print(f"[red]✗[/red] sphinx: {w}", soft_wrap=True)
     for p in r.problems:

@@ -25,6 +25,7 @@ from .render import static_files
 from .sphinx_config import mathjax_files, sphinx_settings
 
 SITE_SRC, SITE_OUT = "site-src", "site"
+CLASS_SRC, CLASS_OUT = "site-class-src", "site-class"
 
 
 @dataclass
@@ -94,14 +95,17 @@ def generate_source(config: Config, src: Path, problems: list[Problem], **site_o
     problems += p_problems
     out: dict[Path, str | bytes] = {
         src / "index.md": index_page(config, manifest, settings, pages, problems),
-        src / "learning-path.md": learning_path_page(config, pages, problems),
+        src / "learning-path.md": learning_path_page(config, pages, problems, settings.for_class),
         src / "reading-map.md": reading_map_page(manifest, series, readings, pages, problems),
         src / "below-the-course.md": pointers_page(pointers, pages, problems),
     }
     for cp in pages.values():
+        if settings.for_class:  # a graded class gets the student version only: no solutions, no self-study edition
+            cp.files = {k: v for k, v in cp.files.items() if k == "student"}
         body, sol = finish_page(cp, chapter_box(manifest, settings, cp, readings, pages, problems))
         out[src / f"{cp.docname}.ipynb"] = nbformat.writes(body)
-        out[src / f"{cp.solutions}.ipynb"] = nbformat.writes(sol)
+        if not settings.for_class:
+            out[src / f"{cp.solutions}.ipynb"] = nbformat.writes(sol)
         for kind, rel in cp.files.items():
             out[src / rel] = download_copy(config, cp, kind)
     static = static_files()
@@ -132,15 +136,18 @@ def run_sphinx(src: Path, out: Path, doctrees: Path, settings: dict, jobs: int =
 
 
 def build_site(config: Config, out: Path | None = None, *, jobs: int = 2, src: Path | None = None,
-               on_step: Callable[[str], None] | None = None, **site_overrides) -> SiteReport:
+               on_step: Callable[[str], None] | None = None, for_class: bool = False, **site_overrides) -> SiteReport:
     """Generate the Sphinx source from the manifest and build/, build the site, and check it.
 
     out: the site folder (default build/site/, opened at index.html); src: the generated Sphinx source
     (default build/site-src/, with Sphinx's cache in .doctrees/ under it, so that a rebuild redoes only
-    what changed); site_overrides: fields of course.toml's [site] to replace (hub_url, repository, branch)."""
+    what changed); for_class: the site a graded class may see (SiteSettings.for_class), by default into
+    build/site-class/; site_overrides: fields of course.toml's [site] to replace (hub_url, repository, branch)."""
     step = on_step or (lambda s: None)
-    out = Path(out) if out else config.build / SITE_OUT
-    src = Path(src) if src else config.build / SITE_SRC
+    out = Path(out) if out else config.build / (CLASS_OUT if for_class else SITE_OUT)
+    src = Path(src) if src else config.build / (CLASS_SRC if for_class else SITE_SRC)
+    if for_class:
+        site_overrides["for_class"] = True
     report = SiteReport(out=out.resolve(), src=src.resolve())
     t0 = time.perf_counter()
     step("generate")
@@ -165,7 +172,7 @@ def build_site(config: Config, out: Path | None = None, *, jobs: int = 2, src: P
     report.problems += check_assets(report.out)
     report.problems += check_links(report.out)
     report.problems += check_leaks(config, report.out, [p.docname for p in pages.values()],
-                                   [p.solutions for p in pages.values()])
+                                   [] if for_class else [p.solutions for p in pages.values()])
     report.problems += check_machine_paths(report.out, (config.root, report.src, report.out))
     report.check_seconds = time.perf_counter() - t2
     return report
@@ -173,5 +180,5 @@ def build_site(config: Config, out: Path | None = None, *, jobs: int = 2, src: P
 
 def clear_site(config: Config) -> None:
     """Remove the generated site and its source (a fresh build follows)."""
-    for d in (config.build / SITE_OUT, config.build / SITE_SRC):
+    for d in (config.build / SITE_OUT, config.build / SITE_SRC, config.build / CLASS_OUT, config.build / CLASS_SRC):
         shutil.rmtree(d, ignore_errors=True)

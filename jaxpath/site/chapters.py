@@ -206,7 +206,7 @@ def chapter_page(config: Config, entry: ChapterEntry, problems: list[Problem]) -
                        page, sol)
 
 
-def finish_page(cp: ChapterPage, box: dict) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+def finish_page(cp: ChapterPage, box: dict) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode | None]:
     """The chapter page with its info box under the title and the "after you tried" link after the
     exercises, and the solutions page with its way back; `box` is the template context of the info box."""
     page = copy.deepcopy(cp.body)
@@ -215,6 +215,8 @@ def finish_page(cp: ChapterPage, box: dict) -> tuple[nbformat.NotebookNode, nbfo
     context = dict(page=cp, stamp=readable_stamp(cp.stamp), up=up, **box)
     page.cells.insert(_exercises_end(page), _info_cell(render("after-you-tried.md.j2", **context), "jaxpath-site-after"))
     page.cells.insert(ti + 1, _info_cell(render("chapter-info.md.j2", **context), "jaxpath-site-info"))
+    if box.get("for_class"):  # a graded class's site has no solutions page
+        return normalize(page), None
     sol = copy.deepcopy(cp.solutions_body)
     si, _ = _title_index(sol)
     sol.cells.insert(si + 1 if si >= 0 else 0, _info_cell(render("solutions-info.md.j2", **context), "jaxpath-site-info"))

@@ -55,6 +55,12 @@ class SiteSettings:
     repository: str = ""
     """The course's git repository (https URL) that nbgitpuller clones; the button opens release/<chapter>."""
     branch: str = "main"
+    class_branch: str = ""
+    """A branch of `repository` whose tree is only release/ (scripts/class-branch.sh makes it): what the launch
+    button of the class site (`jaxpath site --for-class`) pulls, so no source/ file reaches a student's home."""
+    for_class: bool = False
+    """The site a graded class may see: no solutions pages or downloads, no self-study edition, and a launch
+    button only onto `class_branch`."""
     intro: str = ""
     progress_help: str = ""
     parts: dict[str, dict] = field(default_factory=dict)
@@ -63,7 +69,11 @@ class SiteSettings:
 
     @property
     def launch(self) -> bool:
-        return bool(self.hub_url and self.repository)
+        return bool(self.hub_url and self.repository and (self.class_branch or not self.for_class))
+
+    @property
+    def launch_branch(self) -> str:
+        return self.class_branch if self.for_class else self.branch
 
 
 def _read_toml(config: Config, rel: str) -> tuple[dict, list[Problem]]:
@@ -91,7 +101,7 @@ def load_site_settings(config: Config, **overrides) -> tuple[SiteSettings, list[
         topics.append(Topic(t["title"], t.get("text", ""), secs))
     settings = SiteSettings(
         hub_url=str(site.get("hub_url", "")).rstrip("/"), repository=str(site.get("repository", "")),
-        branch=str(site.get("branch", "main")), intro=site.get("intro", ""),
+        branch=str(site.get("branch", "main")), class_branch=str(site.get("class_branch", "")), intro=site.get("intro", ""),
         progress_help=site.get("progress_help", ""), parts=dict(site.get("parts", {})), beyond=tuple(topics))
     if overrides:
         settings = SiteSettings(**{**settings.__dict__, **overrides})

@@ -111,8 +111,9 @@ def index_page(config: Config, manifest: Manifest, settings: SiteSettings, pages
                   stages=[s for s in stages if s["docs"]])
 
 
-def learning_path_page(config: Config, pages: dict[str, ChapterPage], problems: list[Problem]) -> str:
-    from ..path import HOW_TO_USE, learning_path_data
+def learning_path_page(config: Config, pages: dict[str, ChapterPage], problems: list[Problem],
+                       for_class: bool = False) -> str:
+    from ..path import HOW_TO_USE, HOW_TO_USE_IN_CLASS, learning_path_data
 
     data = learning_path_data(config)
     stages = []
@@ -129,7 +130,8 @@ def learning_path_page(config: Config, pages: dict[str, ChapterPage], problems: 
                          "link": doc(page.docname, cid) if page else f"`{cid}`", "must": must,
                          "must_count": len(c.must), "optional_count": len(c.optional)})
         stages.append({"title": stage.title, "chapters": rows})
-    return render("learning-path.md.j2", summary=data.summary(), how_to_use=HOW_TO_USE, stages=stages)
+    return render("learning-path.md.j2", summary=data.summary(), how_to_use=HOW_TO_USE_IN_CLASS if for_class else HOW_TO_USE,
+                  stages=stages)
 
 
 def reading_label(cid: str) -> str:
@@ -194,4 +196,4 @@ def chapter_box(manifest: Manifest, settings: SiteSettings, page: ChapterPage, r
         link = section_link(pages, r.chapter, r.section, READING_MAP, []) if r.section else None
         mine.append({"title": r.title, "url": r.url, "section_ref": link})
     return {"carries": carries, "readings": mine, "reading_label": reading_label(page.entry.id),
-            "launch": settings.launch}
+            "launch": settings.launch, "for_class": settings.for_class}

@@ -49,7 +49,7 @@ def sphinx_settings(title: str, site: SiteSettings, static: list[str], mathjax: 
     if site.launch:
         # sphinx-book-theme's own JupyterHub button: an nbgitpuller link that clones `repository` on the hub and
         # opens <path_to_docs><page>.ipynb; a chapter page's docname is the student notebook's path in the repository
-        theme_options.update(repository_url=site.repository, repository_branch=site.branch, path_to_docs="",
+        theme_options.update(repository_url=site.repository, repository_branch=site.launch_branch, path_to_docs="",
                              launch_buttons={"jupyterhub_url": site.hub_url, "notebook_interface": "jupyterlab"})
     return {
         "project": title,
