@@ -93,9 +93,41 @@ def probe_code(nonce: str, names=(), ignore=()) -> str:
             f"del {_KERNEL_NAMES}\n")
 
 
+_STATE = "__import__('sys').modules['_jaxpath_integrity']"
+
+
 def trailer(token: str) -> str:
     """The line added to the end of a test cell: it leaves `token` where the next probe reads it."""
-    return f"\n__import__('sys').modules['_jaxpath_integrity'].ended = {token!r}"
+    return f"\n{_STATE}.ended = {token!r}"
+
+
+def with_trailer(source: str, token: str) -> str:
+    """A test cell with `trailer(token)` at its end, keeping the value of its last expression: nbgrader gives
+    partial credit when a test cell's last expression is a number (nbgrader.utils.determine_grade reads the
+    cell's execute_result), so a cell that ends in `score` must still end in it. The expression is kept aside,
+    the token left, then the value shown again as the cell's result; a cell IPython syntax makes unparsable
+    as Python (a magic) ends as before."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source + trailer(token)
+    last = tree.body[-1] if tree.body else None
+    if not isinstance(last, ast.Expr) or last.end_lineno is None:
+        return source + trailer(token)
+    lines = source.split("\n")
+
+    # ast's offsets count UTF-8 bytes within a line: convert the line's byte offsets to characters
+    def at(lineno: int, col: int) -> int:
+        line = lines[lineno - 1]
+        return sum(len(l) + 1 for l in lines[:lineno - 1]) + len(line.encode("utf-8")[:col].decode("utf-8", "ignore"))
+
+    start, end = at(last.lineno, last.col_offset), at(last.end_lineno, last.end_col_offset)
+    # `score;` shows nothing in IPython (and scores in full under nbgrader): so does the value shown again
+    quiet = ";" if source[end:].split("\n", 1)[0].split("#", 1)[0].strip().startswith(";") else ""
+    return (f"{source[:start]}{_STATE}.last_value = (\n{source[start:end]}\n){source[end:]}{trailer(token)}"
+            f"\n{_STATE}.last_value{quiet}")
 
 
 def new_token() -> str:

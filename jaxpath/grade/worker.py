@@ -220,7 +220,7 @@ class _Guard:
         token = integrity.new_token()
         source = cell.source
         if not self.broken:
-            cell.source = source + integrity.trailer(token)
+            cell.source = integrity.with_trailer(source, token)
         try:
             out = session.run(i)
         finally:
