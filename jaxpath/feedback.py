@@ -118,10 +118,15 @@ def redact_outputs(cell, secret: set[str]) -> None:
             out["traceback"] = [_redact_text(ANSI.sub("", t), secret) for t in out.get("traceback", [])]
 
 
-def hide_secrets(nb) -> None:
+def hide_secrets(nb, released=None) -> set[str]:
     """Every code cell of an autograded notebook as a student may see it: hidden tests cut out of test cells, and
-    every line that quotes one (in what a cell printed or raised, or in the student's own cells) removed."""
+    every line that quotes one (in what a cell printed or raised, or in the student's own cells) removed. A hidden
+    line that is part of a line of the `released` notebook (`atol=1e-5)` inside a visible assert) is shown to
+    every student anyway: it is not a secret. Returns the secret lines."""
     secret = set(notebook_secrets(nb).hidden)  # its hidden tests, nothing the student saw
+    if released is not None:
+        shown = [line for c in released.cells for line in c.get("source", "").split("\n")]
+        secret = {s for s in secret if not any(s in line for line in shown)}
     for cell in nb.cells:
         if cell.cell_type == "code":
             hide_hidden_tests(cell)
@@ -144,6 +149,14 @@ class HideHiddenTests(Preprocessor):
             if cell.cell_type == "code" and any(x in cell.source for x in secret):
                 cell.source = _redact_text(cell.source, secret)
         return nb, resources
+
+
+def _released(config: Config, part: str, name: str):
+    """The notebook as the course released it (release/<part>/<name>.ipynb), or None."""
+    try:
+        return nbformat.read(config.release / part / f"{name}.ipynb", as_version=4)
+    except (OSError, ValueError):
+        return None
 
 
 def page_leaks(page: str, secret: set[str]) -> list[str]:
@@ -183,7 +196,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                                   "db_url": coursedir.db_url, "course_id": coursedir.course_id},
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
-        secret = hide_secrets(nb)
+        secret = hide_secrets(nb, _released(config, part, nb_path.stem))
         html, _ = exporter.from_notebook_node(nb, resources=resources)
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
         leaks = page_leaks(html, secret)

@@ -1,0 +1,34 @@
+"""What a feedback page treats as a secret: hidden-test lines, except those a line of the released notebook shows
+anyway (basics/07 as released got no page: its hidden `atol=1e-5)` sits inside a visible assert)."""
+import nbformat
+
+from jaxpath.feedback import hide_secrets, page_leaks
+
+from course_factory import CHECK_META, code
+
+TEST = ("# 🧪 Self-check\nassert close(1.0, 1.0, atol=1e-5)\n### BEGIN HIDDEN TESTS\nassert close(2.0, 2.0,\n"
+        "             atol=1e-5)\nassert close(3.0, 3.0, rtol=0.5)\n### END HIDDEN TESTS")
+
+
+def _notebooks():
+    graded = nbformat.v4.new_notebook()
+    graded.cells = [code(TEST, nbgrader={**CHECK_META, "grade_id": "f-check"})]
+    released = nbformat.v4.new_notebook()
+    released.cells = [code("# 🧪 Self-check\nassert close(1.0, 1.0, atol=1e-5)")]
+    return graded, released
+
+
+def test_a_hidden_line_inside_a_released_line_is_no_secret():
+    graded, released = _notebooks()
+    secret = hide_secrets(graded, released)
+    assert "atol=1e-5)" not in secret and "assert close(3.0, 3.0, rtol=0.5)" in secret
+    page = "<pre>assert close(1.0, 1.0, atol=1e-5)</pre>"   # the visible assert, as the page shows it
+    assert page_leaks(page, secret) == []
+    assert "close(3.0" not in graded.cells[0].source, "the hidden tests are still cut out"
+
+
+def test_without_the_release_every_hidden_line_stays_secret():
+    graded, _ = _notebooks()
+    secret = hide_secrets(graded)
+    assert "atol=1e-5)" in secret
+    assert page_leaks("<pre>assert close(3.0, 3.0, rtol=0.5)</pre>", secret) == ["assert close(3.0, 3.0, rtol=0.5)"]
