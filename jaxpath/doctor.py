@@ -79,6 +79,15 @@ def checks(f: HostFacts) -> list[Check]:
         out.append(Check("cgroup v2", f.v2_usable, detail))
     else:
         out.append(Check("cgroup v2", False, "not mounted"))
+    # What bounds a busy loop or a fork bomb: a cgroup CPU quota (Limits.cpu_cores of a core), else only the
+    # CPU-time rlimit (Limits.cpu_seconds, per process) and the per-cell and per-notebook timeouts.
+    if f.v1_cpu or "cpu" in f.v2_controllers:
+        where = f"cgroup v1 at {f.v1_cpu}" if f.v1_cpu else f"cgroup v2 (offered by {f.v2_base})"
+        out.append(Check("cpu quota", True, f"each kernel gets a CPU quota ({where}): a fork bomb gets its share of a "
+                                            "core, not the machine"))
+    else:
+        out.append(Check("cpu quota", False, "no writable cpu controller: a busy kernel is bounded only by its CPU-time "
+                                             "rlimit and the timeouts, and may use every core until then"))
     prefixes = ", ".join(f.python_prefixes)
     if f.root:  # the kernels run as spare uids: the interpreter must be theirs to run once bound in
         ok = _others_can_run(os.path.realpath(f.python))

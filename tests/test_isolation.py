@@ -154,6 +154,12 @@ class Recording(CgroupFS):
                      "pids.max", "memory.events", "pids.events"] + (["cgroup.kill"] if self.kill_file else [])
             for name in names:
                 (path / name).write_text("")
+            # what the parent enabled for its children is what a new cgroup offers, and has the files of
+            parent = path.parent / "cgroup.subtree_control"
+            enabled = parent.read_text().split() if parent.exists() else []
+            (path / "cgroup.controllers").write_text(" ".join(enabled))
+            if "cpu" in enabled:
+                (path / "cpu.max").write_text("")
 
     def rmdir(self, path):
         self.ops.append(("rmdir", self._rel(path)))
@@ -181,15 +187,17 @@ def test_cgroup_v2_as_root_writes_its_limits_before_anything_enters_and_kills_wi
     fs = Recording(_v2_tree(tmp_path / "cg"))
     cg = CgroupV2("jaxpath-sbx-1", LIMITS, fs.root, root=True, fs=fs)
     assert fs.ops == [
-        ("write", "cgroup.subtree_control", "+memory +pids"),   # the root's children may limit memory, pids
+        ("write", "cgroup.subtree_control", "+memory +pids +cpu"),   # the root's children may limit memory, pids, CPU
         ("mkdir", "jaxpath"),
-        ("write", "jaxpath/cgroup.subtree_control", "+memory +pids"),
+        ("write", "jaxpath/cgroup.subtree_control", "+memory +pids +cpu"),
         ("mkdir", "jaxpath/jaxpath-sbx-1"),
         ("write", "jaxpath/jaxpath-sbx-1/memory.max", str(1024 * 1024 * 1024)),
         ("write", "jaxpath/jaxpath-sbx-1/memory.swap.max", "0"),
         ("write", "jaxpath/jaxpath-sbx-1/memory.oom.group", "1"),
         ("write", "jaxpath/jaxpath-sbx-1/pids.max", "128"),
+        ("write", "jaxpath/jaxpath-sbx-1/cpu.max", "100000 100000"),   # one core's time per wall second
     ]
+    assert cg.cpu_quota
     # The kernel's shell enters it (a real shell, writing its own pid).
     subprocess.run(["sh", "-c", cg.enter_command()], check=True)
     procs = (cg.path / "cgroup.procs").read_text().split()
@@ -222,6 +230,7 @@ def test_cgroup_v2_in_a_delegated_scope_moves_the_grader_to_a_leaf_first(tmp_pat
                           ("write", f"{GRADER_LEAF}/cgroup.procs", "222"),
                           ("write", "cgroup.subtree_control", "+memory +pids")]  # only once no process is left
     assert cg.path == scope / "jaxpath-sbx-1" and ("write", "jaxpath-sbx-1/pids.max", "128") in fs.ops
+    assert not cg.cpu_quota, "a scope that offers no cpu controller: no quota, nothing enabled that is not there"
 
 
 def test_cgroup_v2_without_cgroup_kill_kills_every_listed_process(tmp_path):
@@ -254,6 +263,40 @@ def test_cgroup_v1_files(tmp_path):
     (tmp_path / "memory/jaxpath/k/memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
     assert cg.oom_killed()
     assert "memory/jaxpath/k/cgroup.procs" in cg.enter_command()
+
+
+def test_cgroup_v1_cpu_quota_where_the_cpu_controller_is_mounted(tmp_path):
+    mounts = {c: str(tmp_path / c) for c in ("memory", "pids", "cpu")}
+    for p in mounts.values():
+        Path(p).mkdir()
+    fs = Recording(tmp_path)
+    cg = CgroupV1("k", dataclasses.replace(LIMITS, cpu_cores=0.5), mounts, fs=fs)
+    written = [op for op in fs.ops if op[0] == "write"]
+    assert written[-2:] == [("write", "cpu/jaxpath/k/cpu.cfs_period_us", "100000"),
+                            ("write", "cpu/jaxpath/k/cpu.cfs_quota_us", "50000")]
+    assert cg.cpu_quota and "cpu/jaxpath/k/cgroup.procs" in cg.enter_command()
+
+
+@pytest.mark.skipif(not (os.geteuid() == 0 and Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us").exists()),
+                    reason="needs root and cgroup v1's cpu controller")
+def test_a_kernels_cgroup_on_this_host_carries_the_cpu_quota():
+    """On this host, as resource_layer builds it: the shell that starts a kernel enters a cpu cgroup whose quota
+    is the limit (a fork bomb then gets one core's time, not the machine's)."""
+    from jaxpath.grade.isolation import host_level, resource_layer
+
+    level = host_level()
+    if level.resources != "cgroup-v1":
+        pytest.skip(f"this host's level is {level.name}")
+    cg = resource_layer(level, f"jaxpath-test-cpu-{os.getpid()}", LIMITS)
+    try:
+        assert cg.cpu_quota
+        out = subprocess.run(["sh", "-c", f"{cg.enter_command()}; cat /proc/self/cgroup"], check=True,
+                             capture_output=True, text=True).stdout
+        line = next(l for l in out.splitlines() if ":cpu" in l.split(":")[1].split(",") or "cpu" in l.split(":")[1].split(","))
+        assert line.endswith(f"/jaxpath/jaxpath-test-cpu-{os.getpid()}"), line
+        assert (cg.paths[2] / "cpu.cfs_quota_us").read_text().strip() == "100000"
+    finally:
+        cg.kill_all(deadline=30)
 
 
 def test_rlimits_and_the_rootless_command():

@@ -50,6 +50,9 @@ class Limits:
     tmp_mb: int = 256
     cell_timeout: int = 120
     notebook_timeout: int = 900
+    cpu_cores: float = 1.0
+    """CPU time per wall second of everything the notebook starts, in cores (a cgroup CPU quota where the host's
+    cgroups have the cpu controller): a busy loop or a fork bomb gets this share, not the machine."""
 
     @classmethod
     def for_course(cls, config, **given) -> "Limits":
@@ -70,9 +73,11 @@ class Limits:
         if unknown:
             raise JaxpathError(f"{config.manifest_file} [grading] has unknown key(s) {', '.join(unknown)}: jaxpath grade "
                                f"reads {', '.join(sorted(known))}")
-        bad = sorted(k for k, v in grading.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0)
+        bad = sorted(k for k, v in grading.items() if isinstance(v, bool) or v <= 0 or
+                     not isinstance(v, (int, float) if k == "cpu_cores" else int))
         if bad:
-            raise JaxpathError(f"{config.manifest_file} [grading] {', '.join(bad)}: a positive whole number")
+            raise JaxpathError(f"{config.manifest_file} [grading] {', '.join(bad)}: a positive whole number "
+                               "(cpu_cores: a positive number)")
         execute = config.nbgrader().get("Execute", {}).get("timeout")
         if isinstance(execute, int) and execute > 0:
             if "cell_timeout" in grading and grading["cell_timeout"] != execute:

@@ -35,7 +35,8 @@ def resource_layer(level: Level, name: str, limits):
         if not facts["v1_writable"]:
             raise SandboxUnavailable("this worker has no writable cgroup v1 memory and pids controllers "
                                      f"(level {level.name} was chosen on the coordinator's host)")
-        return CgroupV1(name, limits, facts["v1"])
+        mounts = {**facts["v1"], **({"cpu": facts["v1_cpu"]} if facts.get("v1_cpu") else {})}
+        return CgroupV1(name, limits, mounts)
     if level.resources == "cgroup-v2":
         if not facts.get("v2_writable"):
             raise SandboxUnavailable("this worker has no writable cgroup v2 subtree "

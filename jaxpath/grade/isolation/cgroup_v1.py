@@ -12,20 +12,28 @@ class CgroupV1:
     version = "cgroup-v1"
 
     def __init__(self, name: str, limits, mounts: dict | None = None, fs: CgroupFS | None = None):
-        """`mounts`: controller -> its mount point (default: /sys/fs/cgroup/memory and /sys/fs/cgroup/pids)."""
+        """`mounts`: controller -> its mount point (default: /sys/fs/cgroup/memory and /sys/fs/cgroup/pids); with a
+        "cpu" one, a CPU quota too (cpu.cfs_quota_us over cpu.cfs_period_us)."""
         self.fs = fs or CgroupFS()
         mounts = mounts or {c: str(CGROUP_ROOT / c) for c in ("memory", "pids")}
         self.paths = [Path(mounts["memory"]) / "jaxpath" / name, Path(mounts["pids"]) / "jaxpath" / name]
+        self.cpu_quota = "cpu" in mounts
+        if self.cpu_quota:
+            self.paths.append(Path(mounts["cpu"]) / "jaxpath" / name)
         for p in self.paths:
             self.fs.mkdir(p.parent)
             self.fs.mkdir(p)
-        memory, pids = self.paths
+        memory, pids = self.paths[:2]
         self.fs.write(memory / "memory.limit_in_bytes", str(limits.memory_mb * 1024 * 1024))
         try:  # no swap beyond the memory limit, where the kernel accounts swap
             self.fs.write(memory / "memory.memsw.limit_in_bytes", str(limits.memory_mb * 1024 * 1024))
         except OSError:
             pass
         self.fs.write(pids / "pids.max", str(limits.pids))
+        if self.cpu_quota:
+            period = 100_000
+            self.fs.write(self.paths[2] / "cpu.cfs_period_us", str(period))
+            self.fs.write(self.paths[2] / "cpu.cfs_quota_us", str(max(1000, int(limits.cpu_cores * period))))
 
     def enter_command(self) -> str:
         """Shell that moves itself into the cgroups before exec'ing the sandbox."""

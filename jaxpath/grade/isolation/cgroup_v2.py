@@ -23,13 +23,24 @@ from pathlib import Path
 from .cgfs import CgroupFS, keyed, kill_until_empty, read_pids
 
 CONTROLLERS = ("memory", "pids")
+OPTIONAL = ("cpu",)
+"""Enabled where the cgroup offers it: the CPU quota (cpu.max)."""
+CPU_PERIOD_US = 100_000
 GRADER_LEAF = "jaxpath-grader"
 
 
+def _available(fs: CgroupFS, cgroup: Path) -> set[str]:
+    try:
+        return set(fs.read(cgroup / "cgroup.controllers").split())
+    except OSError:
+        return set(CONTROLLERS)
+
+
 def _enable(fs: CgroupFS, cgroup: Path) -> None:
-    """Enable memory and pids for the children of `cgroup`, where they are not already."""
+    """Enable memory and pids (and cpu, where offered) for the children of `cgroup`, where they are not already."""
     have = set(fs.read(cgroup / "cgroup.subtree_control").split())
-    missing = [c for c in CONTROLLERS if c not in have]
+    offered = _available(fs, cgroup)
+    missing = [c for c in (*CONTROLLERS, *OPTIONAL) if c not in have and (c in CONTROLLERS or c in offered)]
     if missing:
         fs.write(cgroup / "cgroup.subtree_control", " ".join(f"+{c}" for c in missing))
 
@@ -74,6 +85,9 @@ class CgroupV2:
         if self.fs.exists(self.path / "memory.oom.group"):
             self.fs.write(self.path / "memory.oom.group", "1")
         self.fs.write(self.path / "pids.max", str(limits.pids))
+        self.cpu_quota = self.fs.exists(self.path / "cpu.max")  # the cpu controller is enabled here
+        if self.cpu_quota:
+            self.fs.write(self.path / "cpu.max", f"{max(1000, int(limits.cpu_cores * CPU_PERIOD_US))} {CPU_PERIOD_US}")
 
     def enter_command(self) -> str:
         return f"echo $$ > {self.path / 'cgroup.procs'}"

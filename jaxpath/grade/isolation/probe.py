@@ -102,6 +102,8 @@ class HostFacts:
     """cgroup v1 controller -> its mount point, for memory and pids where mounted."""
     v1_writable: bool = False
     """A jaxpath cgroup can be created under both v1 controllers."""
+    v1_cpu: str | None = None
+    """The v1 cpu controller's mount point, where a jaxpath cgroup can be made under it too (the CPU quota)."""
     v2_mount: str | None = None
     v2_controllers: tuple = ()
     """Controllers the v2 base offers its children (its cgroup.controllers)."""
@@ -167,8 +169,10 @@ def probe_cgroups(mountinfo: str, proc_cgroup: str, euid: int, try_write=_can_ma
             if c in V1_CONTROLLERS and c not in v1:
                 v1[c] = str(m.path)
     v1_writable = all(c in v1 for c in V1_CONTROLLERS) and all(try_write(Path(v1[c]) / "jaxpath") for c in V1_CONTROLLERS)
+    cpu = next((m for m in mounts if "cpu" in m.controllers), None)   # often mounted with cpuacct
+    v1_cpu = str(cpu.path) if cpu is not None and v1_writable and try_write(cpu.path / "jaxpath") else None
     v2 = next((m for m in mounts if m.fstype == "cgroup2"), None)
-    out = {"v1": v1, "v1_writable": v1_writable, "v2_mount": str(v2.path) if v2 else None}
+    out = {"v1": v1, "v1_writable": v1_writable, "v1_cpu": v1_cpu, "v2_mount": str(v2.path) if v2 else None}
     if v2 is not None:
         own = parse_proc_cgroup(proc_cgroup).get("", "/")
         if euid == 0:
