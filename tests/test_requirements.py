@@ -121,7 +121,6 @@ PRIVATE = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="interim: five graded cells still read private names (issue 33, in progress)")
 def test_no_graded_cell_names_a_private_module_or_attribute():
     """Answer and test cells use public APIs only: a check on jax._src, an underscored attribute or a tracer class
     name breaks on an upgrade for reasons that have nothing to do with the learner."""
