@@ -2,7 +2,6 @@
 a check naming it catches (`jaxpath validate`), and the committed coverage table current."""
 import re
 
-import nbformat
 import pytest
 
 from jaxpath import Config

@@ -22,7 +22,8 @@ def run(args, config: Config) -> int:
     from ..site import build_site
 
     with console.status("building the course site…") as status:
-        r = build_site(config, out=args.out, jobs=args.jobs, for_class=args.for_class, on_step=lambda s: status.update(f"site: {s}…"))
+        r = build_site(config, out=args.out, jobs=args.jobs, for_class=args.for_class,
+                       on_step=lambda s: status.update(f"site: {s}…"))
     for w in r.warnings:
         console.print(f"[red]✗[/red] sphinx: {w}", soft_wrap=True)
     for p in r.problems:
