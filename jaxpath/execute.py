@@ -134,9 +134,13 @@ class Session:
             self._reply_status = "timeout"
 
     def __enter__(self) -> "Session":
-        self._ctx = self.client.setup_kernel(env=self._env if self._env is not None else kernel_env(),
-                                             cwd=str(self.client.resources["metadata"]["path"]))
-        self._ctx.__enter__()
+        try:
+            self._ctx = self.client.setup_kernel(env=self._env if self._env is not None else kernel_env(),
+                                                 cwd=str(self.client.resources["metadata"]["path"]))
+            self._ctx.__enter__()
+        except BaseException:  # a kernel that did not start: `with` calls no __exit__, so clean up here
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc) -> None:

@@ -2,6 +2,7 @@
 a JupyterHub and a repository set (so the launch links exist), and what the site tests share."""
 from __future__ import annotations
 
+import atexit
 import functools
 import shutil
 import tempfile
@@ -43,6 +44,7 @@ def real_site():
         r = appendix(config, missing)
         assert not r.problems, "jaxpath appendix failed: " + "; ".join(map(str, r.problems))
     base = Path(tempfile.mkdtemp(prefix="jaxpath-site-"))
+    atexit.register(shutil.rmtree, base, True)  # cached for the whole test process: removed when it ends
     t0 = time.perf_counter()
     report = build_site(config, out=base / "site", src=base / "site-src", **HUB)
     report.wall_seconds = time.perf_counter() - t0

@@ -4,8 +4,6 @@ edition, no word of where solutions are, and a launch button that pulls a branch
 from __future__ import annotations
 
 import subprocess
-import tempfile
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -20,15 +18,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def class_site():
+def class_site(tmp_path_factory):
     config = Config.load(ROOT)
     manifest = load_manifest(config)
     if not all((config.build / "self-study" / f"{c.id}.ipynb").exists() for c in manifest.written()):
         pytest.fail("build/ lacks the executed chapters: run `make` before the site tests")
-    base = Path(tempfile.mkdtemp(prefix="jaxpath-site-class-"))
+    base = tmp_path_factory.mktemp("site-class")   # pytest's own temp folders: nothing left in /tmp/jaxpath-*
     report = build_site(config, out=base / "site", src=base / "src", for_class=True, class_branch="class", **HUB)
-    yield manifest, report
-    subprocess.run(["rm", "-rf", str(base)], check=False)
+    return manifest, report
 
 
 def test_the_class_site_builds_and_shows_no_solutions(class_site):
