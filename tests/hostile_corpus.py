@@ -3,7 +3,7 @@
 Each case is one student's submission folder (the notebook, or raw bytes, plus any other files) and what
 the grader must make of it: the statuses allowed, words the reason must contain, and a score bound.
 Three reference students anchor the bounds: `ref_correct` (the reference solutions), `ref_wrong` (two
-answers wrong in ways the tests catch only through `jnp.allclose` / `jnp.array_equal` / `isinstance`) and
+wrong answers; the brighten one is caught only through `jnp.array_equal`, so a lying helper would pass it) and
 `ref_stub` (the released notebook untouched). Every tampering case is `ref_wrong` plus an attack, so
 "a wrong answer plus any tampering never scores more than the wrong answer alone" is checked case by case.
 """
@@ -22,7 +22,9 @@ CHAPTER = f"{PART}/{STEM}"
 # Wrong answers that fail only at a helper the tests call: a patched helper would turn them into passes.
 WRONG = {
     "lookup_or_fill-answer": "def lookup_or_fill(table, idx, fill):\n    return jnp.zeros(idx.shape, table.dtype)",
-    "brighten-answer": "def brighten(img, amount):\n    return img",
+    # caps the brightening at 99: caught only by the hidden tests' jnp.array_equal (+255, +100)
+    "brighten-answer": "def brighten(img, amount):\n    return jnp.clip(img.astype(jnp.int32) + min(amount, 99), 0, 255)"
+                       ".astype(jnp.uint8)",
 }
 
 

@@ -227,7 +227,8 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
     for nb_path in (root / "autograded").rglob("*.ipynb"):
         nbformat.read(nb_path, as_version=4)  # every notebook in place is whole
     remove_blocking_submission(root)
-    report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=sandbox_problem() is None)
+    # the limits the command line ran under (they are part of what a recorded grade was graded under)
+    report = grade(cfg, "demo", workers=2, limits=Limits.for_course(cfg, cell_timeout=5, memory_mb=1024), sandbox=sandbox_problem() is None)
     assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 14
     # a kill may leave a temporary file of the notebook in flight, never a half notebook; the rerun replaces it
     assert not list((root / "autograded").rglob(".*.jaxpath-tmp"))

@@ -15,7 +15,7 @@ from nbgrader.api import Gradebook
 
 from jaxpath import Config
 from jaxpath import files as jfiles
-from jaxpath.grade import GradeError, grade, sandbox_problem
+from jaxpath.grade import GradeError, Limits, grade, sandbox_problem
 from jaxpath.grade.record import StatusStore
 
 from test_grade import (BLOCKER, LIMITS, add_blocking_submission, remove_blocking_submission, synthetic_class,
@@ -136,7 +136,8 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     assert 3 <= recorded <= 14
     assert not [r for r in store.all("demo") if r.student == BLOCKER]
     remove_blocking_submission(root)
-    report = grade(cfg, "demo", workers=2, limits=LIMITS, sandbox=SANDBOX)
+    # the limits the command line ran under (they are part of what a recorded grade was graded under)
+    report = grade(cfg, "demo", workers=2, limits=Limits.for_course(cfg, cell_timeout=5, memory_mb=1024), sandbox=SANDBOX)
     assert len(report.skipped) >= recorded - 1 and len(report.results) + len(report.skipped) == 14
     with Gradebook(cfg.db_url) as gb:
         assert len([s for s in gb.assignment_submissions("demo") if s.student_id != BLOCKER]) == 7

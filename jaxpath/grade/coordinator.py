@@ -107,8 +107,23 @@ class Coordinator:
         and submissions stay as the gradebook has them."""
         stale = self._gradebook_differs()
         if stale:
+            self._remember_points()  # the points students of the earlier release have in their notebooks
             self._sync_gradebook(stale)
         self._read_assignment()
+        self.earlier_points = self._remember_points()
+
+    def _remember_points(self) -> dict[tuple[str, str], set[float]]:
+        """Adds the gradebook's point values of this part to those remembered; returns all remembered."""
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(self.db_url, self.course_id) as gb:
+            try:
+                points = {(n.name, c.name): c.max_score for n in gb.find_assignment(self.part).notebooks
+                          for c in n.grade_cells}
+            except MissingEntry:
+                points = {}
+        self.store.remember_points(self.part, points)
+        return self.store.released_points(self.part)
 
     def _source_notebooks(self) -> dict[str, nbformat.NotebookNode]:
         src = Path(self.coursedir.root) / self.coursedir.source_directory / self.part
@@ -345,7 +360,7 @@ class Coordinator:
             if n > 1:  # a copied cell (JupyterLab copies metadata): nbgrader keeps the last one
                 job.notes.append(f"{gid} appears {n} times; the last copy was graded, the others ran as plain cells")
         try:
-            for pp in prepare_steps(self.nbcfg, job.changes, job.notes):
+            for pp in prepare_steps(self.nbcfg, job.changes, job.notes, self.earlier_points):
                 nb, resources = pp.preprocess(nb, resources)
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]

@@ -14,7 +14,8 @@ class TrackingOverwriteCells:
     A test cell whose source is the released one (hidden tests removed) is not a change: nbgrader
     restores the hidden tests into it on purpose."""
 
-    def __new__(cls, changes: list[str], notes: list[str] | None = None, **kw):
+    def __new__(cls, changes: list[str], notes: list[str] | None = None,
+                earlier: dict[tuple[str, str], set[float]] | None = None, **kw):
         from nbgrader.preprocessors import OverwriteCells
 
         from ..cells import visible_source
@@ -30,9 +31,10 @@ class TrackingOverwriteCells:
                     if self._submitted_source in (src, visible_source(src)):
                         return
                     attr = "source edited"
-                if attr == "points" and notes is not None:
+                if attr == "points" and notes is not None and new in (earlier or {}).get((self.notebook_id, name), ()):
                     # The submission carries the points of an earlier release (the instructor changed them
-                    # since): nbgrader grades with today's, and nothing was tampered with.
+                    # since): nbgrader grades with today's, and nothing was tampered with. Any other value
+                    # was typed in: tampering, though it never pays (nbgrader grades with today's points).
                     notes.append(f"{name} came with {new:g} point(s) (an earlier release?), graded as worth {old:g}")
                 else:
                     changes.append(f"{name}: {attr}")
@@ -51,12 +53,13 @@ class DropEmptyMetadata:
         return nb, resources
 
 
-def prepare_steps(nbcfg, changes: list[str], notes: list[str] | None = None) -> list:
+def prepare_steps(nbcfg, changes: list[str], notes: list[str] | None = None,
+                  earlier: dict[tuple[str, str], set[float]] | None = None) -> list:
     """nbgrader's sanitize steps, in nbgrader's order, with the two above."""
     from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
     return [ClearOutput(config=nbcfg), DeduplicateIds(config=nbcfg), DropEmptyMetadata(),
-            OverwriteKernelspec(config=nbcfg), TrackingOverwriteCells(changes, notes, config=nbcfg, add_missing_cells=True),
+            OverwriteKernelspec(config=nbcfg), TrackingOverwriteCells(changes, notes, earlier, config=nbcfg, add_missing_cells=True),
             CheckCellMetadata(config=nbcfg)]
 
 

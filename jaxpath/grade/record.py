@@ -31,6 +31,15 @@ status_table = sa.Table(
     sa.Column("graded_at", sa.DateTime),
     sa.Column("isolation", sa.String(64)),
 )
+released_points_table = sa.Table(
+    "jaxpath_released_points", metadata,
+    sa.Column("assignment", sa.String(128), primary_key=True),
+    sa.Column("notebook", sa.String(256), primary_key=True),
+    sa.Column("grade_id", sa.String(256), primary_key=True),
+    sa.Column("points", sa.Float, primary_key=True),
+)
+"""Every point value a grade cell has had in the gradebook while jaxpath graded it: a submission that
+carries one of them comes from an earlier release; any other value was typed in by hand."""
 ADDED_COLUMNS = {"isolation": "VARCHAR(64)"}
 """Columns added after the table's first release: added to an existing table when a store opens it."""
 
@@ -86,6 +95,26 @@ class StatusStore:
             c.execute(sa.delete(t).where(t.c.assignment == s.assignment, t.c.student == s.student,
                                          t.c.notebook == s.notebook))
             c.execute(sa.insert(t).values(**values))
+
+    def remember_points(self, assignment: str, points: dict[tuple[str, str], float]) -> None:
+        """Adds these (notebook, grade id) -> points to the values the part's cells have had."""
+        t = released_points_table
+        known = self.released_points(assignment)
+        new = [{"assignment": assignment, "notebook": nb, "grade_id": gid, "points": float(p)}
+               for (nb, gid), p in sorted(points.items()) if float(p) not in known.get((nb, gid), set())]
+        if new:
+            with self.engine.begin() as c:
+                c.execute(sa.insert(t), new)
+
+    def released_points(self, assignment: str) -> dict[tuple[str, str], set[float]]:
+        """(notebook, grade id) -> every point value remembered for that cell."""
+        t = released_points_table
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(t).where(t.c.assignment == assignment)).mappings().all()
+        out: dict[tuple[str, str], set[float]] = {}
+        for r in rows:
+            out.setdefault((r["notebook"], r["grade_id"]), set()).add(float(r["points"]))
+        return out
 
     def dispose(self) -> None:
         self.engine.dispose()
