@@ -19,16 +19,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import nbformat  # noqa: E402
-
 import as_user  # noqa: E402
 import grade_as  # noqa: E402
 import hostile_corpus  # noqa: E402
+import nbformat  # noqa: E402
+from test_hostile import scratch_course  # noqa: E402
+
 from jaxpath import Config  # noqa: E402
 from jaxpath.chapter import is_answer, solution_source  # noqa: E402
 from jaxpath.grade import Limits, grade  # noqa: E402
 from jaxpath.sample import submit  # noqa: E402
-from test_hostile import scratch_course  # noqa: E402
 
 LIMITS = Limits(cell_timeout=60, notebook_timeout=600, memory_mb=2048)
 

@@ -12,12 +12,29 @@ from pathlib import Path
 import nbformat
 from nbgrader.nbgraderformat import MetadataValidator
 
-from .problems import ChapterError, Problem
-
 # The cell vocabulary lives in cells.py; these names are re-exported for the modules that read chapters.
-from .cells import (ANSWER_MARK, BEGIN_HIDDEN, BEGIN_SOLUTION, CHECK_MARK, EMOJI, END_HIDDEN,  # noqa: F401
-                    END_SOLUTION, EXERCISE_HEADING, HEADING, INTENDED_ERROR, MUST_READ, OPTIONAL, is_answer, is_test,
-                    nbgrader_meta, solution_source, stub_source, tags, visible_source)
+from .cells import (  # noqa: F401
+    ANSWER_MARK,
+    BEGIN_HIDDEN,
+    BEGIN_SOLUTION,
+    CHECK_MARK,
+    EMOJI,
+    END_HIDDEN,
+    END_SOLUTION,
+    EXERCISE_HEADING,
+    HEADING,
+    INTENDED_ERROR,
+    MUST_READ,
+    OPTIONAL,
+    is_answer,
+    is_test,
+    nbgrader_meta,
+    solution_source,
+    stub_source,
+    tags,
+    visible_source,
+)
+from .problems import ChapterError, Problem
 
 
 @dataclass
@@ -211,7 +228,7 @@ def _find_sections(ch: Chapter) -> None:
         ch.sections.append(Section(title, len(m.group(1)), kind, i))
 
 
-def _find_exercises(ch: Chapter) -> None:
+def _find_exercises(ch: Chapter) -> None:  # noqa: C901
     cells = ch.nb.cells
     current = None  # (number, title, heading index)
     statement: list[int] = []

@@ -8,7 +8,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 from .chapter import HEADING, INTENDED_ERROR, is_test, nbgrader_meta, read_notebook, tags
 from .execute import Session
 

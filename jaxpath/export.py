@@ -7,8 +7,8 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config
 from .collect import read_roster
+from .config import Config
 from .files import write_atomic
 from .grade.record import StatusStore
 from .grade.statuses import GradeStatus

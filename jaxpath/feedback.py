@@ -168,11 +168,10 @@ def page_leaks(page: str, secret: set[str]) -> list[str]:
 
 
 def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
+    import nbgrader
     from nbconvert.exporters import HTMLExporter
     from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config as TConfig
-
-    import nbgrader
 
     nbcfg = config.nbgrader(db_url)
     coursedir = config.coursedir(db_url)

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from .errors import JaxpathError
-from pathlib import Path
 
 
 @dataclass(frozen=True)

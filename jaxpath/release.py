@@ -16,7 +16,6 @@ from .manifest import Manifest, load_manifest
 from .problems import Problem
 
 
-
 @dataclass
 class ReleaseReport:
     problems: list[Problem] = field(default_factory=list)

@@ -17,13 +17,23 @@ from typing import Callable, Iterable
 
 import nbformat
 
-from .chapter import (INTENDED_ERROR, REQUIREMENT_TAG, Chapter, Exercise, check_exercise_counts, check_requirements,
-                      load_chapter, stub_source, tags, visible_source)
 from .cells import grade_id
+from .chapter import (
+    INTENDED_ERROR,
+    REQUIREMENT_TAG,
+    Chapter,
+    Exercise,
+    check_exercise_counts,
+    check_requirements,
+    load_chapter,
+    stub_source,
+    tags,
+    visible_source,
+)
 from .config import Config
 from .errors import UnknownChapter
-from .files import write_atomic
 from .execute import Session, stamp_notebook
+from .files import write_atomic
 from .manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
 from .problems import ChapterError, Problem
 
@@ -78,7 +88,7 @@ def _trial(s: Session, ch: Chapter, ex: Exercise, answer: str, label: str, with_
     return result
 
 
-def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:
+def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # noqa: C901
     problems = []
     answer_src = ch.nb.cells[ex.answer].source
     stub = stub_source(answer_src)

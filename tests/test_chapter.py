@@ -1,11 +1,10 @@
 """Static checks: what `jaxpath validate --static` catches without a kernel, each naming file and cell."""
 import nbformat
 import pytest
+from course_factory import VARIANTS, good_cells, make_course
 
 from jaxpath.chapter import check_exercise_counts, load_chapter, stub_source, visible_source
 from jaxpath.problems import ChapterError
-
-from course_factory import VARIANTS, good_cells, make_course
 
 NB = "source/demo/01_demo.ipynb"
 

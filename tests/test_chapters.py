@@ -2,11 +2,10 @@
 wrong answers fail them, and its alternatives pass. A proof that `make` left for exactly this chapter,
 variants, jaxpath, lock and Python (build/validated/) is reused rather than run again."""
 import pytest
+from conftest import ROOT
 
 from jaxpath import Config, load_manifest
 from jaxpath.validate import validate_one
-
-from conftest import ROOT
 
 CHAPTERS = [c.id for c in load_manifest(Config.load(ROOT)).written()]
 

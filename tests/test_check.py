@@ -1,11 +1,10 @@
 """`jaxpath check`: per-exercise verdicts and an exit status that tells (nbgrader validate always exits 0)."""
 import nbformat
 import pytest
+from course_factory import good_cells, make_course
 
 from jaxpath.cli import main
 from jaxpath.sample import answers_from_source, submission
-
-from course_factory import good_cells, make_course
 
 pytestmark = pytest.mark.slow
 
@@ -18,7 +17,7 @@ def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(t
     work = tmp_path / "work"
     (work / "demo").mkdir(parents=True)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
-    from jaxpath.chapter import stub_source, visible_source, is_answer, is_test
+    from jaxpath.chapter import is_answer, is_test, stub_source, visible_source
 
     student = nbformat.from_dict(src)
     for c in student.cells:  # what a student gets: stubs and visible self-checks

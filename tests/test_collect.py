@@ -2,11 +2,10 @@
 import zipfile
 
 import pytest
+from course_factory import make_course
 
 from jaxpath.cli import main
 from jaxpath.collect import CollectError, collect
-
-from course_factory import make_course
 
 
 def test_collect_canvas_zip(tmp_path, capsys):

@@ -9,12 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import as_user
 import pytest
 
 from jaxpath.doctor import doctor
 from jaxpath.grade.isolation import probe
-
-import as_user
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="isolation is Linux's"),
               pytest.mark.slow]  # each starts the CLI (imports jaxpath and nbgrader: seconds each)

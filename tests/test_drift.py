@@ -11,14 +11,21 @@ from pathlib import Path
 
 import nbformat
 import pytest
-
 from course_factory import make_course
+
 from jaxpath.chapter import load_chapter
 from jaxpath.cli import main
 from jaxpath.config import Config
 from jaxpath.drift.compare import compare_chapter
-from jaxpath.drift.env import (DriftError, SideEnv, conflict_message, existing_python, parse_pins, side_requirements,
-                               write_kernelspec)
+from jaxpath.drift.env import (
+    DriftError,
+    SideEnv,
+    conflict_message,
+    existing_python,
+    parse_pins,
+    side_requirements,
+    write_kernelspec,
+)
 from jaxpath.drift.normalize import normalize, profile_cells, serializing_cells, unrepeatable_cells, version_rule
 from jaxpath.drift.report import render_html, render_text, write_reports
 from jaxpath.drift.run import DriftResult, drift

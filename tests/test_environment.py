@@ -2,7 +2,6 @@
 import re
 
 import yaml
-
 from conftest import ROOT
 
 PROMISED = {"jax": "0.12.0.1", "jaxlib": "0.12.0.1", "flax": "0.12.12", "optax": "0.2.8",

@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from course_factory import make_course
 
 from jaxpath import Config
 from jaxpath.export import NBGRADER_COLUMNS, export
-
-from course_factory import make_course
 
 DUE = dt.datetime(2026, 10, 1, 12, 0)
 # student: (hours after the due date, extension in hours, auto score of the test cell, manual score of the

@@ -1,10 +1,9 @@
 """What a feedback page treats as a secret: hidden-test lines, except those a line of the released notebook shows
 anyway (basics/07 as released got no page: its hidden `atol=1e-5)` sits inside a visible assert)."""
 import nbformat
+from course_factory import CHECK_META, code
 
 from jaxpath.feedback import hide_secrets, page_leaks
-
-from course_factory import CHECK_META, code
 
 TEST = ("# 🧪 Self-check\nassert close(1.0, 1.0, atol=1e-5)\n### BEGIN HIDDEN TESTS\nassert close(2.0, 2.0,\n"
         "             atol=1e-5)\nassert close(3.0, 3.0, rtol=0.5)\n### END HIDDEN TESTS")

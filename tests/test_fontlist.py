@@ -109,6 +109,7 @@ def test_a_graded_notebook_reads_the_font_list(tmp_path, monkeypatch):
     """Through `jaxpath grade`: the batch makes the list (here in a store of the test's own) and every
     sandboxed kernel reads it."""
     from course_factory import good_cells, make_course
+
     from jaxpath.sample import answers_from_source, submission, submit
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

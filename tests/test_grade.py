@@ -10,15 +10,14 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from class_factory import answers_from_source, submission, submit
+from course_factory import make_course
+from dask_loopback import loopback_cluster
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.record import StatusStore
-
-from class_factory import answers_from_source, submission, submit
-from course_factory import make_course
-from dask_loopback import loopback_cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 needs_sandbox = pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}")
@@ -208,6 +207,7 @@ def wait_for_recorded(root: Path, cfg: Config, n: int, timeout: float = 900, pro
     return store
 
 
+@pytest.mark.full
 def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
     root = two_chapter_course(tmp_path / "course")
     synthetic_class(root)
@@ -228,7 +228,8 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
         nbformat.read(nb_path, as_version=4)  # every notebook in place is whole
     remove_blocking_submission(root)
     # the limits the command line ran under (they are part of what a recorded grade was graded under)
-    report = grade(cfg, "demo", workers=2, limits=Limits.for_course(cfg, cell_timeout=5, memory_mb=1024), sandbox=sandbox_problem() is None)
+    cli_limits = Limits.for_course(cfg, cell_timeout=5, memory_mb=1024)
+    report = grade(cfg, "demo", workers=2, limits=cli_limits, sandbox=sandbox_problem() is None)
     assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 14
     # a kill may leave a temporary file of the notebook in flight, never a half notebook; the rerun replaces it
     assert not list((root / "autograded").rglob(".*.jaxpath-tmp"))

@@ -12,7 +12,7 @@ from jaxpath.config import ensure_venv_on_path, nbgrader_config
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.sample import answers_from_source, submission, submit
 
-pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters]
+pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters, pytest.mark.full]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -12,14 +12,20 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbgrader.api import Gradebook
+from test_grade import (
+    BLOCKER,
+    LIMITS,
+    add_blocking_submission,
+    remove_blocking_submission,
+    synthetic_class,
+    two_chapter_course,
+    wait_for_recorded,
+)
 
 from jaxpath import Config
 from jaxpath import files as jfiles
 from jaxpath.grade import GradeError, Limits, grade, sandbox_problem
 from jaxpath.grade.record import StatusStore
-
-from test_grade import (BLOCKER, LIMITS, add_blocking_submission, remove_blocking_submission, synthetic_class,
-                        two_chapter_course, wait_for_recorded)
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 BIN = Path(sys.executable).parent
@@ -105,6 +111,7 @@ def test_locked_gradebook_gives_a_clear_error_and_loses_nothing(tmp_path):
     assert _scores(cfg)[("correct", "01_demo")] == ("graded", 5)
 
 
+@pytest.mark.full
 def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     root, cfg = _class(tmp_path)
     add_blocking_submission(root)  # the class cannot finish before the signal, on any machine
@@ -137,7 +144,8 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_resumes(tmp_path):
     assert not [r for r in store.all("demo") if r.student == BLOCKER]
     remove_blocking_submission(root)
     # the limits the command line ran under (they are part of what a recorded grade was graded under)
-    report = grade(cfg, "demo", workers=2, limits=Limits.for_course(cfg, cell_timeout=5, memory_mb=1024), sandbox=SANDBOX)
+    cli_limits = Limits.for_course(cfg, cell_timeout=5, memory_mb=1024)
+    report = grade(cfg, "demo", workers=2, limits=cli_limits, sandbox=SANDBOX)
     assert len(report.skipped) >= recorded - 1 and len(report.results) + len(report.skipped) == 14
     with Gradebook(cfg.db_url) as gb:
         assert len([s for s in gb.assignment_submissions("demo") if s.student_id != BLOCKER]) == 7

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from class_factory import answers_from_source, submission, submit
+from course_factory import make_course
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
@@ -15,9 +17,6 @@ from jaxpath.cli import main
 from jaxpath.export import export
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.statuses import GradeStatus
-
-from class_factory import answers_from_source, submission, submit
-from course_factory import make_course
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 BIN = Path(sys.executable).parent

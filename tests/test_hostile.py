@@ -13,6 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import as_user
+import grade_as
+import hostile_corpus
 import nbformat
 import pytest
 
@@ -24,10 +27,6 @@ from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.record import Status
 from jaxpath.sample import submit
 
-import as_user
-import grade_as
-import hostile_corpus
-
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]
 LIMITS = Limits(cell_timeout=30, notebook_timeout=600, memory_mb=2048)
@@ -37,7 +36,8 @@ from the compilation cache here (tests/conftest.py) in all but the first tasks. 
 construction, and four of them burn a core until it does."""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
-LEVELS = ["host", "root+rlimits", ROOTLESS]
+LEVELS = ["host", pytest.param("root+rlimits", marks=pytest.mark.full), pytest.param(ROOTLESS, marks=pytest.mark.full)]
+"""The host's best level in `make test`; the two rlimits levels (the same checks, other walls) in `make test-all`."""
 """Each level this machine can produce: the best the host gives (root + cgroup v1 here), the same with the
 cgroups withheld, and an ordinary account's grader (bwrap through a user namespace, rlimits alone). Each
 level's batch is graded once, on one test worker (TestCorpus, one unit of work per level: tests/conftest.py)."""

@@ -19,13 +19,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from loop_factory import BIN, REPO, Student, instructor_course, release
 from playwright.sync_api import expect
 
 from jaxpath import Config
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.sample import answers_from_source, submission, submit
-
-from loop_factory import BIN, REPO, Student, instructor_course, release
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [pytest.mark.browser, pytest.mark.slow,

@@ -1,13 +1,12 @@
 """The course's grading limits live in course.toml [grading], read by `jaxpath grade` and by nbgrader's own commands;
 a second value for the same limit is refused, never silently dropped."""
 import pytest
+from course_factory import make_course
 
 from jaxpath import Config
 from jaxpath.cli import main
 from jaxpath.errors import JaxpathError
 from jaxpath.grade import Limits
-
-from course_factory import make_course
 
 
 def _course(tmp_path, grading="", nbgrader=""):

@@ -1,10 +1,9 @@
+import nbformat
 import pytest
+from course_factory import write_chapter
 
 from jaxpath import Config, load_manifest
 from jaxpath.manifest import ManifestError, check_layout
-
-from course_factory import write_chapter
-import nbformat
 
 SEED_CHAPTERS = [
     "basics/01_introduction", "basics/02_jit", "basics/03_grad", "basics/04_vmap", "basics/05_pmap",

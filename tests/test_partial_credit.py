@@ -7,14 +7,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from class_factory import submission, submit
+from course_factory import CHECK_META, good_cells, make_course
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.integrity import with_trailer
-
-from class_factory import submission, submit
-from course_factory import CHECK_META, good_cells, make_course
 
 BIN = Path(sys.executable).parent
 CHECKS = {  # grade id -> a test cell that ends in a number (worth 4 points each)

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from site_factory import solve
 
 from jaxpath import Config
 from jaxpath.cli import main
 from jaxpath.progress import EARNED, IN_PROGRESS, NOT_STARTED, RECORDS, Course, chapter_hash, load_records
-from site_factory import solve
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "basics/01_introduction"

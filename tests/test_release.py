@@ -3,10 +3,9 @@ import json
 
 import nbformat
 import pytest
+from course_factory import code
 
 from jaxpath.release import course_secrets, find_leaks, release
-
-from course_factory import code
 
 pytestmark = pytest.mark.slow
 

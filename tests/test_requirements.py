@@ -3,14 +3,13 @@ a check naming it catches (`jaxpath validate`), and the committed coverage table
 import re
 
 import pytest
+from course_factory import VARIANTS, good_cells, make_course
 
 from jaxpath import Config
 from jaxpath.chapter import load_chapter
 from jaxpath.manifest import load_manifest, notebook_path, variants_path
 from jaxpath.requirements import render_block, write_requirements
 from jaxpath.validate import validate_one
-
-from course_factory import VARIANTS, good_cells, make_course
 
 NB = "source/demo/01_demo.ipynb"
 REQS = '''

@@ -10,18 +10,30 @@ from urllib.parse import parse_qs, urlsplit
 
 import nbformat
 import pytest
+from site_factory import HUB, ROOT, hrefs, page_of, solutions_of
+from site_factory import real_site as _real_site
+from site_factory import text_of as _text
 
 from jaxpath import Config
 from jaxpath.chapter import load_chapter
 from jaxpath.manifest import load_manifest, notebook_path
 from jaxpath.site import (
-    Reading, Series, check_assets, check_leaks, check_links, check_machine_paths, check_reading_map,
-    find_machine_paths, heading_lines, load_pointers, load_reading_map, parse_html, readable_stamp, scrub_text,
+    Reading,
+    Series,
+    check_assets,
+    check_leaks,
+    check_links,
+    check_machine_paths,
+    check_reading_map,
+    find_machine_paths,
+    heading_lines,
+    load_pointers,
+    load_reading_map,
+    parse_html,
+    readable_stamp,
+    scrub_text,
     site_pages,
 )
-
-from site_factory import HUB, ROOT, hrefs, page_of, real_site as _real_site, solutions_of, text_of as _text
-
 
 
 @pytest.fixture(scope="session")

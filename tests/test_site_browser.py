@@ -16,11 +16,10 @@ from urllib.parse import unquote
 
 import nbformat
 import pytest
+from site_factory import CHROMIUM, CHROMIUM_ARGS, HUB, ROOT, real_site, save_screenshot, solve
 
 from jaxpath import Config
 from jaxpath.site import site_pages
-
-from site_factory import CHROMIUM, CHROMIUM_ARGS, HUB, ROOT, real_site, save_screenshot, solve
 
 pytestmark = pytest.mark.browser
 JAXPATH = Path(sys.executable).parent / "jaxpath"

@@ -7,12 +7,11 @@ import subprocess
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from site_factory import HUB, ROOT, hrefs, text_of
 
 from jaxpath import Config
 from jaxpath.manifest import load_manifest
 from jaxpath.site import build_site, site_pages
-
-from site_factory import HUB, ROOT, hrefs, text_of
 
 pytestmark = pytest.mark.slow
 

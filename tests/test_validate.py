@@ -1,12 +1,11 @@
 """`jaxpath validate` on small fixture chapters: each failure it promises to catch, with a clear message."""
 import nbformat
 import pytest
+from course_factory import VARIANTS, code, good_cells, make_course
 
 from jaxpath import Config
 from jaxpath.cli import main
 from jaxpath.validate import validate, validate_one
-
-from course_factory import VARIANTS, code, good_cells, make_course
 
 pytestmark = pytest.mark.slow
 NB = "source/demo/01_demo.ipynb"

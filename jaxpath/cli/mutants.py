@@ -22,12 +22,12 @@ def register(sub, parents) -> None:
     p.set_defaults(func=run)
 
 
-def run(args, config: Config) -> int:
+def run(args, config: Config) -> int:  # noqa: C901
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ..manifest import load_manifest
     from ..mutants import COURSE_MIN, SUMMARY_FILE, check, count_mutants, run_mutants
     from ..validate import resolve_chapters
-    from ..manifest import load_manifest
 
     if args.check:
         r = check(config)

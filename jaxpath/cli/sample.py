@@ -17,9 +17,9 @@ def register(sub, parents) -> None:
 
 def run(args, config: Config) -> int:
     from ..grade import sandbox_problem
-    from . import main
     from ..report import report
     from ..sample import make_sample_class
+    from . import main
 
     dest = config.build / "sample-class"
     console.print(f"[bold]A sample class[/bold]: six synthetic students on {', '.join(args.chapters)}, graded in a "

@@ -130,7 +130,7 @@ def _earlier(chapter_id: str, out: str, kernel_name: str | None, kernel_dirs: st
     return chapter_id, kernel_name is None, [Problem(**p) for p in data["problems"]], data["seconds"], data.get("from")
 
 
-def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *, jobs: int = 2,
+def drift(config: Config, env: SideEnv, chapters: Iterable[str] | None = None, *, jobs: int = 2,  # noqa: C901
           on_chapter: Callable[[ChapterDrift], None] | None = None, compare_only: bool = False) -> DriftResult:
     """Run `chapters` (default: every written chapter) on `env` and compare each with the pinned build. With
     `compare_only`, execute nothing: compare the runs an earlier call left in build/drift/ again (seconds; for

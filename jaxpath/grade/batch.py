@@ -25,7 +25,7 @@ isolation_log = logging.getLogger("jaxpath.grade.isolation")
 isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said, -v or not
 
 
-def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,
+def grade(config: Config, part: str, *, students: Iterable[str] | None = None, notebooks: Iterable[str] | None = None,  # noqa: C901
           workers: int | None = None, scheduler: str | None = None, db_url: str | None = None, force: bool = False,
           sandbox: bool = True, limits: Limits | None = None, compile_cache: bool = True, isolation: str | None = None,
           on_start: Callable[[int, int], None] | None = None,

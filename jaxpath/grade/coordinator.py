@@ -18,13 +18,13 @@ from ..config import Config, ensure_venv_on_path
 from ..errors import GradeError
 from ..files import write_atomic
 from . import integrity, record
+from .isolation import NONE, host_level
+from .pipeline import prepare_steps, record_steps
 from .record import Status, StatusStore
 from .reference import ReferenceRuns, run_reference, saved_reference
+from .sandbox import Limits, SandboxUnavailable, sandbox_problem
 from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
-from .isolation import NONE, host_level
-from .sandbox import Limits, SandboxUnavailable, sandbox_problem
-from .pipeline import prepare_steps, record_steps
 
 GRADER_VERSION = "jaxpath-grade-3"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024

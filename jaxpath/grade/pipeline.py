@@ -59,14 +59,14 @@ def prepare_steps(nbcfg, changes: list[str], notes: list[str] | None = None,
     from nbgrader.preprocessors import CheckCellMetadata, ClearOutput, DeduplicateIds, OverwriteKernelspec
 
     return [ClearOutput(config=nbcfg), DeduplicateIds(config=nbcfg), DropEmptyMetadata(),
-            OverwriteKernelspec(config=nbcfg), TrackingOverwriteCells(changes, notes, earlier, config=nbcfg, add_missing_cells=True),
+            OverwriteKernelspec(config=nbcfg),
+            TrackingOverwriteCells(changes, notes, earlier, config=nbcfg, add_missing_cells=True),
             CheckCellMetadata(config=nbcfg)]
 
 
 def record_steps(nbcfg) -> list:
     """What nbgrader's autograde runs on the executed notebook: scores saved, late penalties applied."""
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput,
-                                        SaveAutoGrades)
+    from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
 
     return [IgnorePattern(config=nbcfg), LimitOutput(config=nbcfg), SaveAutoGrades(config=nbcfg),
             AssignLatePenalties(config=nbcfg), CheckCellMetadata(config=nbcfg)]

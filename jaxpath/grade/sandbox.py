@@ -25,9 +25,9 @@ from jupyter_client.manager import AsyncKernelManager
 
 from ..files import write_into
 from .cachepack import reader_env
-from .isolation.cgfs import kill_until_gone
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
 from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
+from .isolation.cgfs import kill_until_gone
 
 UID_BASE = 61000
 UID_SLOTS = 64

@@ -14,19 +14,18 @@ from pathlib import Path
 
 import nbformat
 
-from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..cells import grade_id, is_test
+from ..execute import HIDDEN_ERROR, Session, kernel_env
 from ..files import write_into
-from . import integrity
-from .reference import following
-from .statuses import GradeStatus
 from ..kernel import source as kernel_source
+from . import integrity
 from .cachepack import CachePack, reader_env, unpack
-from .tasks import IntegritySpec, Result, Task
 from .isolation import NONE, Level
 from .isolation.rlimits import address_space_mb
+from .reference import following
 from .sandbox import Sandbox, Written, written_files
-
+from .statuses import GradeStatus
+from .tasks import IntegritySpec, Result, Task
 
 NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
 """What nbgrader's autograde sets while a submission runs (nbgrader/converters/autograde.py), so a notebook
@@ -38,7 +37,7 @@ def _error_output(ename: str, evalue: str):
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
-def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
+def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:  # noqa: C901
     """Execute task.notebook (nbformat JSON) with task.files beside it.
 
     Returns the executed notebook, a status (graded, timed out, crashed) and its reason, and the files

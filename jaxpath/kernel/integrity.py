@@ -10,9 +10,9 @@ Both leave their JSON result in `_jaxpath_integrity.result`, which the grader re
 # ruff: noqa: F821  (get_ipython is defined by IPython in the namespace these run in)
 
 def __jaxpath_fp(o, _depth=0):
-    import types
-    import hashlib
     import functools
+    import hashlib
+    import types
     def code_hash(c, d=0):
         h = hashlib.sha256(c.co_code)
         h.update(repr((c.co_names, c.co_varnames, c.co_freevars)).encode())
@@ -43,14 +43,14 @@ def __jaxpath_fp(o, _depth=0):
     return f"value {t.__module__}.{t.__qualname__}"
 
 
-def __jaxpath_prelude(roots, imports):
-    import sys
-    import types
+def __jaxpath_prelude(roots, imports):  # noqa: C901
+    import builtins
     import importlib
     import inspect
-    import threading
-    import builtins
     import json
+    import sys
+    import threading
+    import types
     for m in imports:
         try:
             importlib.import_module(m)
@@ -125,11 +125,11 @@ def __jaxpath_prelude(roots, imports):
     state.result = json.dumps({"prelude": len(refs), "digest": state.digest})
 
 
-def __jaxpath_probe(nonce, names, ignore):
-    import sys
-    import json
-    import inspect
+def __jaxpath_probe(nonce, names, ignore):  # noqa: C901
     import builtins
+    import inspect
+    import json
+    import sys
     st = sys.modules.get("_jaxpath_integrity")
     out = {"nonce": nonce, "changed": [], "names": {}, "digest": None}
     if st is not None:

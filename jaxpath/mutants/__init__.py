@@ -24,7 +24,6 @@ by the hash of its code cells, its variants file and the engine version: `jaxpat
 """
 from __future__ import annotations
 
-from .results import (COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, ChapterResult, ExerciseResult,  # noqa: F401
-                      MutantResult, chapter_key)
+from .results import COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, ChapterResult, ExerciseResult, MutantResult, chapter_key  # noqa: F401
 from .run import count_mutants, mutants_one, run_mutants  # noqa: F401
 from .summary import CheckResult, check, committed, render_report, render_summary, write_summary  # noqa: F401

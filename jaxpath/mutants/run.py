@@ -9,7 +9,6 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterable
 
-
 from ..chapter import Chapter, Exercise, load_chapter
 from ..config import Config
 from ..execute import Session
@@ -17,8 +16,7 @@ from ..manifest import load_manifest, notebook_path, variants_path
 from ..mutate import generate
 from ..problems import ChapterError
 from ..validate import resolve_chapters
-
-from .results import MutantResult, ExerciseResult, ChapterResult, chapter_key
+from .results import ChapterResult, ExerciseResult, MutantResult, chapter_key
 from .summary import _save_chapter, write_summary
 
 

@@ -8,15 +8,22 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-
 from ..config import Config
 from ..files import write_atomic
 from ..manifest import load_manifest
 from ..mutate import ENGINE_VERSION, OPERATORS
 from ..problems import Problem
-
-from .results import (_DATA_END, _DATA_START, COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, ChapterResult, ExerciseResult,
-                      MutantResult, chapter_key)
+from .results import (
+    _DATA_END,
+    _DATA_START,
+    COURSE_MIN,
+    EXERCISE_MIN,
+    SUMMARY_FILE,
+    ChapterResult,
+    ExerciseResult,
+    MutantResult,
+    chapter_key,
+)
 
 
 def _out_dir(config: Config) -> Path:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import copy
 
-
 _BINOP_SWAPS = {
     ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div, ast.Add], ast.Div: [ast.Mult, ast.FloorDiv],
     ast.FloorDiv: [ast.Div], ast.Mod: [ast.FloorDiv], ast.Pow: [ast.Mult], ast.MatMult: [ast.Mult],
@@ -234,7 +233,7 @@ class _Collector(ast.NodeVisitor):
                              f"index {ast.unparse(e)} → {ast.unparse(_plus(e, k))}")
         self.generic_visit(node)
 
-    def visit_Call(self, node):
+    def visit_Call(self, node):  # noqa: C901
         name = _name_of(node.func)
         # functions a learner confuses
         for new in _FUNCTION_SWAPS.get(name or "", []):

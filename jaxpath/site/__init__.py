@@ -31,8 +31,7 @@ from .build import SITE_OUT, SITE_SRC, SiteReport, build_site, generate_source, 
 from .chapters import ChapterPage, heading_lines, label_headings, readable_stamp
 from .checks import check_assets, check_leaks, check_links, check_machine_paths, parse_html, site_pages
 from .clean import find_machine_paths, scrub_notebook, scrub_text
-from .data import (Pointer, Reading, Series, SiteSettings, check_reading_map, load_pointers, load_reading_map,
-                   load_site_settings)
+from .data import Pointer, Reading, Series, SiteSettings, check_reading_map, load_pointers, load_reading_map, load_site_settings
 
 __all__ = [
     "SITE_OUT", "SITE_SRC", "ChapterPage", "Pointer", "Reading", "Series", "SiteReport", "SiteSettings",
