@@ -1,4 +1,4 @@
-"""docs/reading-map.toml: every official tutorial page (and every topic of the Sharp Bits) is either taught in a
+"""site-data/reading-map.toml: every official tutorial page (and every topic of the Sharp Bits) is either taught in a
 named section of a course chapter that exists, or marked read-only with a one-line reason; every page records
 the docs version it was checked against."""
 import tomllib
@@ -10,7 +10,7 @@ import pytest
 from jaxpath.cells import headings
 
 ROOT = Path(__file__).resolve().parents[1]
-MAP = ROOT / "docs" / "reading-map.toml"
+MAP = ROOT / "site-data" / "reading-map.toml"
 SHARP_BITS_URL = "https://docs.jax.dev/en/latest/notebooks/Common_Gotchas_in_JAX.html"
 SHARP_BITS_TOPICS = {
     "Pure functions", "In-place updates", "Out-of-bounds indexing", "Non-array inputs: NumPy vs. JAX",

@@ -190,7 +190,7 @@ def test_reading_map_check_fails_on_unassigned_pages_and_unknown_chapters():
     assert "'Unknown heading': basics/02_jit has no heading 'No such heading'" in joined
     assert "'Unknown series': series '999'" in joined and "not a page of https://docs.jax.dev/" in joined
     assert not any("'Fine'" in p for p in problems)
-    assert all(p.startswith("docs/reading-map.toml") for p in problems)
+    assert all(p.startswith("site-data/reading-map.toml") for p in problems)
 
 
 def test_reading_map_page_lists_every_page_with_its_url_and_chapter(site_out):

@@ -8,8 +8,8 @@ intersphinx is off.
 
 The package, one module per concern:
 
-- `data`: what the site is made from besides the chapters: the reading map (docs/reading-map.toml), the
-  pointers below the course (docs/pointers.toml) and `[site]` of course.toml (launch settings, the landing
+- `data`: what the site is made from besides the chapters: the reading map (site-data/reading-map.toml), the
+  pointers below the course (site-data/pointers.toml) and `[site]` of course.toml (launch settings, the landing
   page's words, the topics where the course goes beyond the docs);
 - `chapters`: a page per chapter as a student gets it (<release dir>/<part>/<chapter>: stubs, visible
   self-checks, real outputs with the build machine's paths taken out, labelled "Basics 01"…), with a box of

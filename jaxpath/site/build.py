@@ -1,4 +1,4 @@
-"""The build: write the Sphinx source tree (build/site-src/) from the manifest, docs/ and build/, run Sphinx
+"""The build: write the Sphinx source tree (build/site-src/) from the manifest, site-data/ and build/, run Sphinx
 in-process into build/site/, and check the result. Files are written only when they change, so that a
 rebuild redoes only what changed."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""What the site is made from besides the chapters: the reading map (docs/reading-map.toml), the pointers
-below the course (docs/pointers.toml) and the site's own settings and words (`[site]` of course.toml)."""
+"""What the site is made from besides the chapters: the reading map (site-data/reading-map.toml), the pointers
+below the course (site-data/pointers.toml) and the site's own settings and words (`[site]` of course.toml)."""
 from __future__ import annotations
 
 import tomllib
@@ -9,7 +9,7 @@ from ..config import Config
 from ..manifest import Manifest
 from ..problems import Problem
 
-READING_MAP, POINTERS = "docs/reading-map.toml", "docs/pointers.toml"
+READING_MAP, POINTERS = "site-data/reading-map.toml", "site-data/pointers.toml"
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def load_site_settings(config: Config, **overrides) -> tuple[SiteSettings, list[
 
 
 def load_reading_map(config: Config) -> tuple[list[Series], list[Reading], list[Problem]]:
-    """The official tutorial pages and the chapter each is assigned to (docs/reading-map.toml)."""
+    """The official tutorial pages and the chapter each is assigned to (site-data/reading-map.toml)."""
     data, problems = _read_toml(config, READING_MAP)
     series = [Series(str(s.get("id", "")), s.get("title", ""), s.get("url", "")) for s in data.get("series", [])]
     readings = []

@@ -1,5 +1,5 @@
 """The generated pages of the site (landing page and track, learning path, reading map, below the course) and
-the context of each chapter page's box, from the manifest, docs/ and the chapter pages. The words are in the
+the context of each chapter page's box, from the manifest, site-data/ and the chapter pages. The words are in the
 templates (jaxpath/site/templates/) and in course.toml's `[site]`; this module only gathers and links."""
 from __future__ import annotations
 
