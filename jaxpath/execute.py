@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from jupyter_core.utils import run_sync
 from nbclient import NotebookClient
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+from .files import private_temp_dir
 from .kernel import source as kernel_source
 
 HIDDEN_ERROR = "HiddenError"
@@ -109,7 +109,7 @@ class Session:
         self._env = env
         # ZeroMQ over ipc sockets in a private folder: nothing listens on TCP, and the sandbox used in
         # grading (no network namespace) works the same way.
-        self._sockdir = tempfile.mkdtemp(prefix="jaxpath-kernel-")
+        self._sockdir = str(private_temp_dir("kernel"))
         self.km = km or AsyncKernelManager(kernel_name=kernel_name, transport="ipc",
                                            ip=os.path.join(self._sockdir, "k"))
         self.client = _CappedClient(

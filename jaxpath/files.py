@@ -1,7 +1,12 @@
-"""Writing files: the one home of atomic writes (a reader sees the old file or the new one, never half)."""
+"""Writing files: the one home of atomic writes (a reader sees the old file or the new one, never half), and of
+jaxpath's private temporary folders (named for the process that made them, so a killed run's are found)."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import stat
+import tempfile
 from pathlib import Path
 
 
@@ -45,3 +50,49 @@ def write_into(folder: Path, files: dict[str, bytes], *, atomic: bool = False) -
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
     return refused
+
+
+_ORPHAN = re.compile(r"jaxpath-[a-z]+-(\d+)-")
+
+
+def private_temp_dir(kind: str, dir: str | Path | None = None) -> Path:
+    """A fresh folder `jaxpath-<kind>-<pid>-XXXXXXXX` (mode 0700) in `dir` (default: the temporary folder). The
+    pid names the process that made it, so that a later run can remove what a killed one could not
+    (`remove_orphaned_temp_dirs`): a SIGKILL reaches no cleanup code."""
+    return Path(tempfile.mkdtemp(prefix=f"jaxpath-{kind}-{os.getpid()}-", dir=dir))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def remove_orphaned_temp_dirs(*dirs: str | Path) -> list[Path]:
+    """Removes the `private_temp_dir` folders of this user, in `dirs` (default: the temporary folder and
+    /dev/shm), whose process is gone; returns what it removed. A folder of a live process, of another user,
+    or a link, is left alone."""
+    removed = []
+    for base in dirs or (tempfile.gettempdir(), "/dev/shm"):
+        try:
+            entries = list(Path(base).iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            m = _ORPHAN.match(p.name)
+            if not m:
+                continue
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            pid = int(m.group(1))
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or pid == os.getpid() or _alive(pid):
+                continue
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed

@@ -1,5 +1,9 @@
+import os
+import re
 import shutil
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +127,76 @@ def postgres_url(tmp_path_factory):
         subprocess.run(run_as + [str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
                        capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+
+
+# -- nothing left behind: after the whole run, no private temporary folder and no server a test started -------
+_PRIVATE = re.compile(r"jaxpath-[a-z]+-(\d+)-")   # jaxpath.files.private_temp_dir: named for its process
+_SERVERS = re.compile(r"postgres|dask|jupyter-lab|jupyterlab|jupyter-server")
+
+
+def _left_dirs(since: float) -> list[str]:
+    """jaxpath's private folders whose process is gone, and site builds made since `since`."""
+    found = []
+    for base in (tempfile.gettempdir(), "/dev/shm"):
+        try:
+            entries = list(Path(base).iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            m = _PRIVATE.match(p.name)
+            try:
+                if m and not Path(f"/proc/{m.group(1)}").exists():
+                    found.append(str(p))
+                elif p.name.startswith("jaxpath-site-") and p.lstat().st_mtime >= since:
+                    found.append(str(p))
+            except OSError:
+                pass
+    return sorted(found)
+
+
+def _servers(token: str) -> dict[int, str]:
+    """pid -> command line of every PostgreSQL, Dask or Jupyter process started within this test run (its
+    environment carries the run's token)."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            if not _SERVERS.search(cmd) or f"JAXPATH_TEST_RUN={token}".encode() not in (d / "environ").read_bytes():
+                continue
+        except OSError:
+            continue
+        out[int(d.name)] = cmd
+    return out
+
+
+def pytest_sessionstart(session):
+    import uuid
+
+    if not hasattr(session.config, "workerinput"):  # the controller (or a run without workers)
+        os.environ["JAXPATH_TEST_RUN"] = uuid.uuid4().hex  # inherited by the workers and all they start
+        session.config.stash[_RUN] = (time.time(), os.environ["JAXPATH_TEST_RUN"], set(_left_dirs(0)))
+
+
+_RUN = pytest.StashKey[tuple]()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The whole run, checked once its workers are gone: a test that leaves a kernel's or a sandbox's folder, a
+    site build or a running server behind fails the run, naming what it left. (A server still exiting is
+    waited on for its own exit, up to 30 s.)"""
+    if hasattr(session.config, "workerinput") or _RUN not in session.config.stash or exitstatus not in (0, 1):
+        return
+    since, token, before = session.config.stash[_RUN]
+    servers = _servers(token)
+    deadline = time.monotonic() + 30
+    while servers and time.monotonic() < deadline:
+        time.sleep(0.2)
+        servers = {p: c for p, c in _servers(token).items() if p in servers}
+    dirs = [d for d in _left_dirs(since) if d not in before]
+    if dirs or servers:
+        lines = [f"\nleft behind by this test run: {len(dirs)} temporary folder(s), {len(servers)} server process(es)"]
+        lines += [f"  {d}" for d in dirs[:20]] + [f"  pid {p}: {c[:150]}" for p, c in sorted(servers.items())[:20]]
+        session.config.pluginmanager.get_plugin("terminalreporter").write_line("\n".join(lines), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -5,6 +5,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -233,6 +234,9 @@ def test_sigkill_mid_batch_then_rerun_completes(tmp_path):
     assert len(report.skipped) >= 3 and len(report.results) + len(report.skipped) == 14
     # a kill may leave a temporary file of the notebook in flight, never a half notebook; the rerun replaces it
     assert not list((root / "autograded").rglob(".*.jaxpath-tmp"))
+    # and the folders the killed grader's kernels and sandboxes had (it ran no cleanup): the rerun removed them
+    left = [p for base in (tempfile.gettempdir(), "/dev/shm") for p in Path(base).glob(f"jaxpath-*-{proc.pid}-*")]
+    assert not left, left
     rows = store.all("demo")
     assert len(rows) == 14 and len({(r.student, r.notebook) for r in rows}) == 14
     with Gradebook(cfg.db_url) as gb:

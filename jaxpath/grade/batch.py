@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from ..config import Config
+from ..files import remove_orphaned_temp_dirs
 from . import cachepack
 from .coordinator import Coordinator, GradeReport, Job
 from .dispatch import Gate, connect, disconnect, dispatch, gradebook_call
@@ -21,6 +22,7 @@ from .reference import ReferenceRuns, reference_order
 from .sandbox import Limits
 from .tasks import IntegritySpec, Result, Task
 
+log = logging.getLogger("jaxpath.grade")
 isolation_log = logging.getLogger("jaxpath.grade.isolation")
 isolation_log.setLevel(logging.INFO)  # the level a batch runs at is always said, -v or not
 
@@ -45,6 +47,8 @@ def grade(config: Config, part: str, *, students: Iterable[str] | None = None, n
     """
     t0 = time.perf_counter()
     warnings.filterwarnings("ignore", message=".*not in session.*")  # nbgrader's own SQLAlchemy chatter
+    for p in remove_orphaned_temp_dirs():  # what a grader killed with SIGKILL left (its kernels' folders)
+        log.info("removed %s, left by a run that was killed", p)
     # The warmed compilation cache: a folder on this machine, mounted read-only by local workers; packed and
     # scattered once to the workers of a remote cluster (grade/cachepack.py).
     cache = config.compile_cache(part) if compile_cache else None

@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 import nbformat
 
 from ..cells import grade_id, is_answer, is_test
-from ..files import write_atomic
+from ..files import private_temp_dir, write_atomic
 from . import integrity
 from .cachepack import writer_env
 
@@ -84,7 +84,7 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
             ref.imports = integrity.notebook_imports(c.source for c in nb.cells if c.cell_type == "code")
             ignore: set[str] = set()
             # In a scratch copy: what the reference writes must not land in source/ (nor reach autograded/).
-            scratch = Path(tempfile.mkdtemp(prefix="jaxpath-ref-"))
+            scratch = private_temp_dir("ref")
             stack.callback(shutil.rmtree, scratch, True)
             shutil.copytree(path.parent, scratch, dirs_exist_ok=True, symlinks=True,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints"))

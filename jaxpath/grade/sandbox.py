@@ -23,7 +23,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
-from ..files import write_into
+from ..files import private_temp_dir, write_into
 from .cachepack import reader_env
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
 from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
@@ -278,7 +278,7 @@ class Sandbox:
         # without one (rlimits), on disk, bounded per file by RLIMIT_FSIZE.
         shm = Path("/dev/shm")
         base = shm if self.level.cgroup and shm.is_dir() else Path(tempfile.gettempdir())
-        self.root = Path(tempfile.mkdtemp(prefix="jaxpath-sbx-", dir=base))
+        self.root = private_temp_dir("sbx", dir=base)
         try:
             os.chmod(self.root, 0o711)
             self.workdir, self.sockdir = self.root / "work", self.root / "sock"
