@@ -59,7 +59,8 @@ class Config:
     min_wrong: int = 2
     min_alternative: int = 1
     require_requirements: bool = False
-    """Whether `jaxpath validate` refuses an exercise without a requirement list (`[name.requirements]`)."""
+    """Whether `jaxpath validate` refuses an exercise without a requirement list (`[name.requirements]`); a
+    course turns it on in its manifest (`[validate] require_requirements = true`, as this one does)."""
 
     @property
     def source(self) -> Path:
@@ -113,9 +114,28 @@ class Config:
                               ("release_directory", "release_dir"), ("db_url", "db_url")]:
                 if key in cd:
                     values[attr] = cd[key]
+        values.update(_manifest_validate(root / cls.manifest_file))
         if os.environ.get("JAXPATH_COMPILE_CACHE"):
             values["compile_cache_dir"] = os.environ["JAXPATH_COMPILE_CACHE"]
         values.update(overrides)
         if not values.get("db_url"):
             values["db_url"] = f"sqlite:///{root / 'gradebook.db'}"  # nbgrader's own default
         return cls(root=root, **values)
+
+
+def _manifest_validate(path: Path) -> dict:
+    """The `[validate]` settings of the manifest (only the keys that are fields of Config, each a bool)."""
+    import tomllib
+
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("validate", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}  # the manifest's own reader says what is wrong with it
+    from .errors import JaxpathError
+
+    known = {"require_requirements"}
+    bad = sorted(k for k in table if k not in known or not isinstance(table[k], bool))
+    if bad:
+        raise JaxpathError(f"{path.name} [validate]: {', '.join(bad)}: known keys are {', '.join(sorted(known))} "
+                           "(true or false)")
+    return dict(table)

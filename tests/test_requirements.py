@@ -1,6 +1,7 @@
 """Requirement lists: kept once in the variants file, shown in the statement, each broken by a wrong answer that
 a check naming it catches (`jaxpath validate`), and the committed coverage table current."""
 import re
+from pathlib import Path
 
 import pytest
 from course_factory import VARIANTS, good_cells, make_course
@@ -11,6 +12,7 @@ from jaxpath.manifest import load_manifest, notebook_path, variants_path
 from jaxpath.requirements import render_block, write_requirements
 from jaxpath.validate import validate_one
 
+ROOT = Path(__file__).resolve().parents[1]
 NB = "source/demo/01_demo.ipynb"
 REQS = '''
 [double]
@@ -143,3 +145,24 @@ def test_render_block_is_stable():
     assert render_block(e).splitlines()[2:] == [
         "**Requirements** (the tests check each one and name it when it fails):", "", "- **R1** returns x", "",
         "**Left open** (every choice here passes):", "", "- the dtype", "", "<!-- /requirements -->"]
+
+
+def test_a_course_that_requires_lists_refuses_an_exercise_without_one(tmp_path):
+    """`[validate] require_requirements = true` in the manifest (this course sets it): an exercise with no list
+    is a problem naming the exercise and what to add; a course that does not set it is not held to it."""
+    from jaxpath.chapter import check_requirements
+    from jaxpath.errors import JaxpathError
+
+    root, cfg = _course(tmp_path, VARIANTS)
+    assert not cfg.require_requirements
+    manifest = root / cfg.manifest_file
+    manifest.write_text(manifest.read_text() + "\n[validate]\nrequire_requirements = true\n")
+    cfg = Config.load(root)
+    assert cfg.require_requirements
+    ch = load_chapter(notebook_path(cfg, "demo/01_demo"), "demo/01_demo", cfg.root, variants_path(cfg, "demo/01_demo"))
+    problems = [str(p) for p in check_requirements(ch, cfg.require_requirements)]
+    assert any("exercise `double`" in p and "has no requirement list: add [double.requirements]" in p for p in problems)
+    assert Config.load(ROOT).require_requirements, "this course holds every exercise to its list"
+    manifest.write_text(manifest.read_text().replace("= true", '= "yes"'))
+    with pytest.raises(JaxpathError, match=r"\[validate\]: require_requirements"):
+        Config.load(root)
