@@ -37,6 +37,10 @@ def _error_output(ename: str, evalue: str):
     return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
 
+PRELUDE_TIMEOUT = 120.0
+"""Seconds the grader's own start of a kernel (importing JAX, the integrity prelude) may take, each."""
+
+
 def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:  # noqa: C901
     """Execute task.notebook (nbformat JSON) with task.files beside it.
 
@@ -84,7 +88,7 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:  # noqa
             with contextlib.ExitStack() as turn:
                 if leader is not None:  # importing jax and the prelude are a cell's worth of work too
                     follow(turn)
-                guard.start(session, lap)
+                guard.start(session, lap, max(PRELUDE_TIMEOUT, limits.cell_timeout))
         if task.jax_cache:
             session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
         try:
@@ -200,10 +204,13 @@ class _Guard:
         self.digest = None
         self.broken = ""
 
-    def start(self, session: Session, lap=lambda name: None) -> None:
-        session.evaluate("import jax, jax.numpy, numpy", "None")  # the prelude imports them too: timed apart
+    def start(self, session: Session, lap=lambda name: None, timeout: float = PRELUDE_TIMEOUT) -> None:
+        """The integrity prelude, before any student code. It is the grader's own work (the imports are the
+        source notebook's), so the student's cell time limit does not bound it: on a loaded machine it
+        once took longer than a 5 s cell limit, and the notebook was graded unchecked."""
+        session.evaluate("import jax, jax.numpy, numpy", "None", timeout)  # the prelude imports them too: timed apart
         lap("import jax")
-        ok, text = session.evaluate(integrity.prelude_code(self.imports, self.roots), integrity.RESULT)
+        ok, text = session.evaluate(integrity.prelude_code(self.imports, self.roots), integrity.RESULT, timeout)
         lap("integrity prelude")
         data = integrity.parse_result(text) if ok else None
         self.digest = data.get("digest") if data else None
