@@ -182,10 +182,14 @@ def pytest_sessionstart(session):
 _RUN = pytest.StashKey[tuple]()
 
 
+@pytest.hookimpl(trylast=True)  # after pytest-xdist's own, which ends the workers
 def pytest_sessionfinish(session, exitstatus):
     """The whole run, checked once its workers are gone: a test that leaves a kernel's or a sandbox's folder, a
     site build or a running server behind fails the run, naming what it left. (A server still exiting is
     waited on for its own exit, up to 30 s.)"""
+    import site_factory
+
+    site_factory.remove_built_sites()  # this process's own (a worker's, or a run without workers)
     if hasattr(session.config, "workerinput") or _RUN not in session.config.stash or exitstatus not in (0, 1):
         return
     since, token, before = session.config.stash[_RUN]

@@ -23,6 +23,13 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = ROOT / "build" / "screenshots"
+_BUILT: list[Path] = []
+
+
+def remove_built_sites() -> None:
+    """Remove the site builds of this test process (its session's end calls it: tests/conftest.py)."""
+    while _BUILT:
+        shutil.rmtree(_BUILT.pop(), ignore_errors=True)
 
 
 @functools.cache
@@ -44,7 +51,8 @@ def real_site():
         r = appendix(config, missing)
         assert not r.problems, "jaxpath appendix failed: " + "; ".join(map(str, r.problems))
     base = Path(tempfile.mkdtemp(prefix="jaxpath-site-"))
-    atexit.register(shutil.rmtree, base, True)  # cached for the whole test process: removed when it ends
+    _BUILT.append(base)  # cached for the whole test process: removed when its session ends
+    atexit.register(shutil.rmtree, base, True)  # (and at exit, for a process that ends some other way)
     t0 = time.perf_counter()
     report = build_site(config, out=base / "site", src=base / "site-src", **HUB)
     report.wall_seconds = time.perf_counter() - t0
