@@ -125,13 +125,9 @@ class Config:
 
 def _manifest_validate(path: Path) -> dict:
     """The `[validate]` settings of the manifest (only the keys that are fields of Config, each a bool)."""
-    import tomllib
-
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("validate", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}  # the manifest's own reader says what is wrong with it
     from .errors import JaxpathError
+
+    table = manifest_table(path, "validate")
 
     known = {"require_requirements"}
     bad = sorted(k for k in table if k not in known or not isinstance(table[k], bool))
@@ -139,3 +135,14 @@ def _manifest_validate(path: Path) -> dict:
         raise JaxpathError(f"{path.name} [validate]: {', '.join(bad)}: known keys are {', '.join(sorted(known))} "
                            "(true or false)")
     return dict(table)
+
+
+def manifest_table(path: Path, name: str) -> dict:
+    """One top-level table of the manifest at `path` ({} when it has none, or cannot be read: the manifest's
+    own reader, jaxpath.manifest, says what is wrong with it). For the settings read before the manifest is."""
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get(name, {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}

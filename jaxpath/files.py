@@ -72,11 +72,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_orphaned_temp_dirs(*dirs: str | Path) -> list[Path]:
-    """Removes the `private_temp_dir` folders of this user, in `dirs` (default: the temporary folder and
-    /dev/shm), whose process is gone; returns what it removed. A folder of a live process, of another user,
-    or a link, is left alone."""
-    removed = []
+def orphaned_temp_dirs(*dirs: str | Path, any_user: bool = False) -> list[Path]:
+    """The `private_temp_dir` folders in `dirs` (default: the temporary folder and /dev/shm) whose process is
+    gone: this user's only, unless `any_user`. A folder of a live process, or a link, is not one."""
+    found = []
     for base in dirs or (tempfile.gettempdir(), "/dev/shm"):
         try:
             entries = list(Path(base).iterdir())
@@ -91,8 +90,15 @@ def remove_orphaned_temp_dirs(*dirs: str | Path) -> list[Path]:
             except OSError:
                 continue
             pid = int(m.group(1))
-            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or pid == os.getpid() or _alive(pid):
-                continue
-            shutil.rmtree(p, ignore_errors=True)
-            removed.append(p)
-    return removed
+            if (stat.S_ISDIR(st.st_mode) and (any_user or st.st_uid == os.getuid()) and pid != os.getpid()
+                    and not _alive(pid)):
+                found.append(p)
+    return found
+
+
+def remove_orphaned_temp_dirs(*dirs: str | Path) -> list[Path]:
+    """Removes this user's `orphaned_temp_dirs` (what a killed run left); returns what it removed."""
+    found = orphaned_temp_dirs(*dirs)
+    for p in found:
+        shutil.rmtree(p, ignore_errors=True)
+    return found

@@ -60,14 +60,10 @@ class Limits:
         defaults, under what the command line `given` (None: not given). nbgrader's own `c.Execute.timeout`
         (what stock autograde and validate use per cell) is the cell timeout too; where both files set it, they
         must agree: one limit, one value."""
-        import tomllib
-
+        from ..config import manifest_table
         from ..errors import JaxpathError
 
-        try:
-            grading = tomllib.loads(config.manifest_path.read_text(encoding="utf-8")).get("grading", {})
-        except (OSError, tomllib.TOMLDecodeError):
-            grading = {}
+        grading = dict(manifest_table(config.manifest_path, "grading"))
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(grading) - known)
         if unknown:
