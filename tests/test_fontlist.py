@@ -17,7 +17,8 @@ import pytest
 from jaxpath import Config
 from jaxpath.grade import fontlist, grade, sandbox_problem
 from jaxpath.grade.isolation import host_level
-from jaxpath.grade.sandbox import Limits, Sandbox
+from jaxpath.grade.limits import Limits
+from jaxpath.grade.sandbox import Sandbox
 
 pytestmark = [pytest.mark.grade, pytest.mark.skipif(sandbox_problem() is not None, reason=str(sandbox_problem()))]
 

@@ -21,7 +21,7 @@ from jaxpath.grade.isolation.cgroup_v1 import CgroupV1
 from jaxpath.grade.isolation.cgroup_v2 import GRADER_LEAF, CgroupV2, events
 from jaxpath.grade.isolation.probe import HostFacts, parse_mountinfo, parse_proc_cgroup, probe_cgroups
 from jaxpath.grade.isolation.rlimits import MIN_ADDRESS_SPACE_MB, prlimit_args
-from jaxpath.grade.sandbox import Limits
+from jaxpath.grade.limits import Limits
 
 LIMITS = Limits(memory_mb=1024, pids=128)
 
@@ -102,7 +102,7 @@ def test_the_level_is_the_best_the_facts_give(kw, name):
     level = choose(_facts(**kw))
     assert level.name == name and Level.parse(name) == level
     assert level.describe()
-    assert ("weaker" in level.describe()) == (level.resources == "rlimits")
+    assert ("weaker" in level.describe()) == level.rlimits_only
 
 
 @pytest.mark.parametrize("kw, words", [
@@ -282,10 +282,10 @@ def test_cgroup_v1_cpu_quota_where_the_cpu_controller_is_mounted(tmp_path):
 def test_a_kernels_cgroup_on_this_host_carries_the_cpu_quota():
     """On this host, as resource_layer builds it: the shell that starts a kernel enters a cpu cgroup whose quota
     is the limit (a fork bomb then gets one core's time, not the machine's)."""
-    from jaxpath.grade.isolation import host_level, resource_layer
+    from jaxpath.grade.isolation import Resources, host_level, resource_layer
 
     level = host_level()
-    if level.resources != "cgroup-v1":
+    if level.resources is not Resources.CGROUP_V1:
         pytest.skip(f"this host's level is {level.name}")
     cg = resource_layer(level, f"jaxpath-test-cpu-{os.getpid()}", LIMITS)
     try:
@@ -300,11 +300,11 @@ def test_a_kernels_cgroup_on_this_host_carries_the_cpu_quota():
 
 
 def test_rlimits_and_the_rootless_command():
-    assert "--as=" not in " ".join(prlimit_args(LIMITS, "cgroup-v1"))
-    assert f"--as={MIN_ADDRESS_SPACE_MB * 1024 * 1024}" in prlimit_args(LIMITS, "rlimits")  # JAX needs 2 GiB
+    assert "--as=" not in " ".join(prlimit_args(LIMITS, Level.parse("root+cgroup-v1")))
+    assert f"--as={MIN_ADDRESS_SPACE_MB * 1024 * 1024}" in prlimit_args(LIMITS, Level.parse("root+rlimits"))  # JAX needs 2 GiB
     big = dataclasses.replace(LIMITS, memory_mb=4096)
-    assert f"--as={4096 * 1024 * 1024}" in prlimit_args(big, "rlimits")
-    assert "--nproc=128" in prlimit_args(LIMITS, "rlimits")
+    assert f"--as={4096 * 1024 * 1024}" in prlimit_args(big, Level.parse("root+rlimits"))
+    assert "--nproc=128" in prlimit_args(LIMITS, Level.parse("root+rlimits"))
     work, sock = Path("/tmp/w"), Path("/tmp/s")
     rootless = bwrap_command(work, sock, -1, LIMITS, {}, level=Level.parse("rootless+rlimits"))
     assert {"--unshare-user", "--disable-userns"} <= set(rootless) and "setpriv" not in rootless

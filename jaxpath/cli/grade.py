@@ -8,7 +8,7 @@ from ._console import console
 
 
 def register(sub, parents) -> None:
-    from ..grade.sandbox import Limits
+    from ..grade.limits import Limits
 
     default = Limits()
     p = sub.add_parser("grade", parents=[parents.common, parents.gradebook],

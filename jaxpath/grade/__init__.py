@@ -2,6 +2,7 @@
 from ..errors import GradeError
 from .batch import grade
 from .coordinator import GradeReport
-from .sandbox import Limits, SandboxUnavailable, sandbox_problem
+from .limits import Limits
+from .sandbox import SandboxUnavailable, sandbox_problem
 
 __all__ = ["grade", "GradeReport", "GradeError", "Limits", "SandboxUnavailable", "sandbox_problem"]

@@ -17,9 +17,9 @@ from . import cachepack
 from .coordinator import Coordinator, GradeReport, Job
 from .dispatch import Gate, connect, disconnect, dispatch, gradebook_call
 from .fontlist import font_list
+from .limits import Limits
 from .record import Status
 from .reference import ReferenceRuns, reference_order
-from .sandbox import Limits
 from .tasks import IntegritySpec, Result, Task
 
 log = logging.getLogger("jaxpath.grade")

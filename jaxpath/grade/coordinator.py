@@ -19,10 +19,11 @@ from ..errors import GradeError
 from ..files import write_atomic
 from . import integrity, record
 from .isolation import NONE, host_level
+from .limits import Limits
 from .pipeline import prepare_steps, record_steps
 from .record import Status, StatusStore
 from .reference import ReferenceRuns, run_reference, saved_reference
-from .sandbox import Limits, SandboxUnavailable, sandbox_problem
+from .sandbox import SandboxUnavailable, sandbox_problem
 from .statuses import FINAL, GradeStatus
 from .tasks import IntegritySpec, Result, Task
 

@@ -26,7 +26,8 @@ from ..files import write_atomic
 from ..kernel import source as kernel_source
 from .isolation import Level
 from .isolation.bwrap import python_prefixes
-from .sandbox import Limits, Sandbox
+from .limits import Limits
+from .sandbox import Sandbox
 
 log = logging.getLogger("jaxpath.grade")
 

@@ -18,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
@@ -26,63 +26,18 @@ from jupyter_client.manager import AsyncKernelManager
 from ..files import private_temp_dir, write_into
 from .cachepack import reader_env
 from .isolation import Level, SandboxUnavailable, host_level, resource_layer
-from .isolation.bwrap import JAX_CACHE, WORKDIR, PidNamespace, bwrap_command, sandbox_env
+from .isolation.bwrap import JAX_CACHE, UNPRIVILEGED_ID, WORKDIR, PidNamespace, bwrap_command, sandbox_env
 from .isolation.cgfs import kill_until_gone
+from .limits import Limits
 
-UID_BASE = 61000
+UID_BASE = UNPRIVILEGED_ID
+"""The root level's kernels run as UID_BASE + slot: uids nobody else has."""
 UID_SLOTS = 64
 MAX_WRITTEN_FILES = 1000
 """Files a notebook writes that come back to autograded/ (with the file size limit, Limits.file_mb, for all)."""
 
-__all__ = ["Limits", "Sandbox", "SandboxUnavailable", "SandboxedKernelManager", "Written", "sandbox_problem",
+__all__ = ["Sandbox", "SandboxUnavailable", "SandboxedKernelManager", "Written", "sandbox_problem",
            "written_files", "JAX_CACHE", "WORKDIR", "bwrap_command", "sandbox_env"]
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory_mb: int = 3072
-    """Memory of everything the notebook starts, files in its work folder included (cgroup); at the rlimits
-    level, address space (never below 2048 MB: JAX does not start with less)."""
-    pids: int = 512
-    """Processes and threads together (JAX alone starts a few dozen threads)."""
-    cpu_seconds: int = 600
-    file_mb: int = 64
-    tmp_mb: int = 256
-    cell_timeout: int = 120
-    notebook_timeout: int = 900
-    cpu_cores: float = 1.0
-    """CPU time per wall second of everything the notebook starts, in cores (a cgroup CPU quota where the host's
-    cgroups have the cpu controller): a busy loop or a fork bomb gets this share, not the machine."""
-
-    @classmethod
-    def for_course(cls, config, **given) -> "Limits":
-        """The course's grading limits: `[grading]` of course.toml (committed with the course), over these
-        defaults, under what the command line `given` (None: not given). nbgrader's own `c.Execute.timeout`
-        (what stock autograde and validate use per cell) is the cell timeout too; where both files set it, they
-        must agree: one limit, one value."""
-        from ..config import manifest_table
-        from ..errors import JaxpathError
-
-        grading = dict(manifest_table(config.manifest_path, "grading"))
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(grading) - known)
-        if unknown:
-            raise JaxpathError(f"{config.manifest_file} [grading] has unknown key(s) {', '.join(unknown)}: jaxpath grade "
-                               f"reads {', '.join(sorted(known))}")
-        bad = sorted(k for k, v in grading.items() if isinstance(v, bool) or v <= 0 or
-                     not isinstance(v, (int, float) if k == "cpu_cores" else int))
-        if bad:
-            raise JaxpathError(f"{config.manifest_file} [grading] {', '.join(bad)}: a positive whole number "
-                               "(cpu_cores: a positive number)")
-        execute = config.nbgrader().get("Execute", {}).get("timeout")
-        if isinstance(execute, int) and execute > 0:
-            if "cell_timeout" in grading and grading["cell_timeout"] != execute:
-                raise JaxpathError(
-                    f"nbgrader_config.py sets c.Execute.timeout = {execute} but {config.manifest_file} [grading] sets "
-                    f"cell_timeout = {grading['cell_timeout']}: one limit, two values. Keep it in "
-                    f"{config.manifest_file} (nbgrader_config.py can read it from there, as this course's does)")
-            grading.setdefault("cell_timeout", execute)
-        return cls(**{**grading, **{k: v for k, v in given.items() if v is not None}})
 
 
 def sandbox_problem(want: str | None = None) -> str | None:
@@ -264,7 +219,7 @@ class Sandbox:
 
     @property
     def rootless(self) -> bool:
-        return self.level.namespaces == "rootless"
+        return self.level.rootless
 
     def __enter__(self) -> "Sandbox":
         self.slot = None if self.rootless else UidSlot()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .sandbox import Limits
+from .limits import Limits
 from .statuses import GradeStatus
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .level import NONE, Level, SandboxUnavailable, choose, improvements
+from .level import NONE, Level, Namespaces, Resources, SandboxUnavailable, choose, improvements
 from .probe import HostFacts, cgroups, probe
 
-__all__ = ["HostFacts", "Level", "NONE", "SandboxUnavailable", "choose", "improvements", "probe", "resource_layer",
-           "host_level"]
+__all__ = ["HostFacts", "Level", "NONE", "Namespaces", "Resources", "SandboxUnavailable", "choose", "improvements",
+           "probe", "resource_layer", "host_level"]
 
 
 def host_level(want: str | None = None) -> Level:
@@ -31,13 +31,13 @@ def resource_layer(level: Level, name: str, limits):
     from .rlimits import NoCgroup
 
     facts = cgroups()
-    if level.resources == "cgroup-v1":
+    if level.resources is Resources.CGROUP_V1:
         if not facts["v1_writable"]:
             raise SandboxUnavailable("this worker has no writable cgroup v1 memory and pids controllers "
                                      f"(level {level.name} was chosen on the coordinator's host)")
         mounts = {**facts["v1"], **({"cpu": facts["v1_cpu"]} if facts.get("v1_cpu") else {})}
         return CgroupV1(name, limits, mounts)
-    if level.resources == "cgroup-v2":
+    if level.resources is Resources.CGROUP_V2:
         if not facts.get("v2_writable"):
             raise SandboxUnavailable("this worker has no writable cgroup v2 subtree "
                                      f"(level {level.name} was chosen on the coordinator's host)")

@@ -24,7 +24,8 @@ JAX_CACHE = "/jaxcache"
 MPLCONFIGDIR = "/tmp/.matplotlib"
 """matplotlib's folder in the sandbox (its settings and caches: the font list)."""
 UNPRIVILEGED_ID = 61000
-"""The uid and gid a rootless kernel has inside its user namespace (the grader's ids outside)."""
+"""The uid and gid a rootless kernel has inside its user namespace (the grader's ids outside); at the root level,
+the first of the spare uids the kernels run as (sandbox.UID_BASE), one per parallel slot."""
 
 
 def python_prefixes() -> list[str]:
@@ -38,11 +39,10 @@ def _parents(path: str) -> list[str]:
 
 
 def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str, str], jax_cache: str | None = None,
-                  *, level=None, bwrap: str = "bwrap", font_list: str | None = None) -> list[str]:
+                  *, level, bwrap: str = "bwrap", font_list: str | None = None) -> list[str]:
     """The command prefix (the kernel's own command follows). `uid` is the spare uid at the root level;
     `font_list`, matplotlib's font list made for sandboxes on this host (grade/fontlist.py)."""
-    rootless = level is not None and level.namespaces == "rootless"
-    resources = level.resources if level is not None else "cgroup-v1"
+    rootless = level.rootless
     cmd = [bwrap, "--die-with-parent", "--new-session"]
     if rootless:
         cmd += ["--unshare-user", "--disable-userns", "--uid", str(UNPRIVILEGED_ID), "--gid", str(UNPRIVILEGED_ID)]
@@ -81,14 +81,14 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str,
     cmd += ["--remount-ro", "/"]
     for k, v in env.items():
         cmd += ["--setenv", k, v]
-    cmd += ["--", *prlimit_args(limits, resources)]
+    cmd += ["--", *prlimit_args(limits, level)]
     if not rootless:
         cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]
     return cmd
 
 
-def sandbox_env(extra: dict[str, str] | None = None, *, level=None) -> dict[str, str]:
+def sandbox_env(extra: dict[str, str] | None = None, *, level) -> dict[str, str]:
     bindir = str(Path(sys.executable).parent)
     # Tools' caches and settings (matplotlib's font list, XDG folders) go to /tmp, not into the work folder,
     # whose new files come back to autograded/ as the notebook's own.
@@ -96,7 +96,7 @@ def sandbox_env(extra: dict[str, str] | None = None, *, level=None) -> dict[str,
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu",
            "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": MPLCONFIGDIR, "XDG_CACHE_HOME": "/tmp/.cache",
            "XDG_CONFIG_HOME": "/tmp/.config", "XDG_DATA_HOME": "/tmp/.local/share"}
-    if level is not None and level.resources == "rlimits":
+    if level.rlimits_only:
         # Under an address-space limit, glibc's per-thread malloc arenas (64 MB of address space each, and
         # JAX starts dozens of threads) would use it up long before memory is used.
         env["MALLOC_ARENA_MAX"] = "2"

@@ -5,17 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cgfs import CgroupFS, keyed, kill_until_empty
-from .probe import CGROUP_ROOT
+from .probe import CGROUP_ROOT, CONTROLLERS
 
 
 class CgroupV1:
-    version = "cgroup-v1"
 
     def __init__(self, name: str, limits, mounts: dict | None = None, fs: CgroupFS | None = None):
         """`mounts`: controller -> its mount point (default: /sys/fs/cgroup/memory and /sys/fs/cgroup/pids); with a
         "cpu" one, a CPU quota too (cpu.cfs_quota_us over cpu.cfs_period_us)."""
         self.fs = fs or CgroupFS()
-        mounts = mounts or {c: str(CGROUP_ROOT / c) for c in ("memory", "pids")}
+        mounts = mounts or {c: str(CGROUP_ROOT / c) for c in CONTROLLERS}
         self.paths = [Path(mounts["memory"]) / "jaxpath" / name, Path(mounts["pids"]) / "jaxpath" / name]
         self.cpu_quota = "cpu" in mounts
         if self.cpu_quota:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cgfs import CgroupFS, keyed, kill_until_empty, read_pids
+from .probe import CONTROLLERS
 
-CONTROLLERS = ("memory", "pids")
 OPTIONAL = ("cpu",)
 """Enabled where the cgroup offers it: the CPU quota (cpu.max)."""
 CPU_PERIOD_US = 100_000
@@ -72,7 +72,6 @@ def events(text: str) -> dict[str, int]:
 
 
 class CgroupV2:
-    version = "cgroup-v2"
 
     def __init__(self, name: str, limits, base: Path, *, root: bool, fs: CgroupFS | None = None):
         self.fs = fs or CgroupFS()

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-V1_CONTROLLERS = ("memory", "pids")
-V2_CONTROLLERS = ("memory", "pids")
+CONTROLLERS = ("memory", "pids")
+"""The cgroup controllers every cgroup level needs (v1 and v2 alike): memory, files included, and processes."""
 
 
 @dataclass(frozen=True)
@@ -122,11 +122,11 @@ class HostFacts:
 
     @property
     def v1_usable(self) -> bool:
-        return all(c in self.v1 for c in V1_CONTROLLERS) and self.v1_writable
+        return all(c in self.v1 for c in CONTROLLERS) and self.v1_writable
 
     @property
     def v2_usable(self) -> bool:
-        return bool(self.v2_base) and self.v2_writable and all(c in self.v2_controllers for c in V2_CONTROLLERS)
+        return bool(self.v2_base) and self.v2_writable and all(c in self.v2_controllers for c in CONTROLLERS)
 
 
 def bwrap_probe_command(bwrap: str, root: bool) -> list[str]:
@@ -166,9 +166,9 @@ def probe_cgroups(mountinfo: str, proc_cgroup: str, euid: int, try_write=_can_ma
     v1 = {}
     for m in mounts:
         for c in m.controllers:
-            if c in V1_CONTROLLERS and c not in v1:
+            if c in CONTROLLERS and c not in v1:
                 v1[c] = str(m.path)
-    v1_writable = all(c in v1 for c in V1_CONTROLLERS) and all(try_write(Path(v1[c]) / "jaxpath") for c in V1_CONTROLLERS)
+    v1_writable = all(c in v1 for c in CONTROLLERS) and all(try_write(Path(v1[c]) / "jaxpath") for c in CONTROLLERS)
     cpu = next((m for m in mounts if "cpu" in m.controllers), None)   # often mounted with cpuacct
     v1_cpu = str(cpu.path) if cpu is not None and v1_writable and try_write(cpu.path / "jaxpath") else None
     v2 = next((m for m in mounts if m.fstype == "cgroup2"), None)

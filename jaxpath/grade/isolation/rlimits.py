@@ -16,10 +16,11 @@ def address_space_mb(limits) -> int:
     return max(limits.memory_mb, MIN_ADDRESS_SPACE_MB)
 
 
-def prlimit_args(limits, resources: str) -> list[str]:
+def prlimit_args(limits, level) -> list[str]:
+    """prlimit's arguments at `level` (an address-space limit only where no cgroup bounds memory)."""
     args = ["prlimit", f"--cpu={limits.cpu_seconds}", f"--fsize={limits.file_mb * 1024 * 1024}",
             f"--nproc={limits.pids}", "--core=0"]
-    if resources == "rlimits":
+    if level.rlimits_only:
         args.append(f"--as={address_space_mb(limits) * 1024 * 1024}")
     return args + ["--"]
 
@@ -27,7 +28,6 @@ def prlimit_args(limits, resources: str) -> list[str]:
 class NoCgroup:
     """The resource layer's interface where there is no cgroup: nothing to enter, count or kill (the
     sandbox's pid namespace or spare uid is what kills every process at the end)."""
-    version = "rlimits"
 
     def enter_command(self) -> str:
         return ""
