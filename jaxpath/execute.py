@@ -21,8 +21,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .files import private_temp_dir
 from .kernel import source as kernel_source
-
-HIDDEN_ERROR = "HiddenError"
+from .texts import CELL_TIMEOUT, HIDDEN_ERROR, HIDDEN_ERROR_WHY, cell_timeout, error_output
 
 
 @dataclass
@@ -119,8 +118,7 @@ class Session:
             # would leave nbclient's output reader of the timed-out cell running, and it would swallow the
             # outputs of the cells after it.)
             interrupt_on_timeout=True,
-            error_on_timeout={"ename": "CellTimeoutError", "evalue": f"the cell ran past its {timeout} s limit",
-                              "traceback": [f"CellTimeoutError: the cell ran past its {timeout} s limit"]},
+            error_on_timeout=cell_timeout(timeout),
             resources={"metadata": {"path": str(cwd)}})
         self._ctx = None
         self.dead = False
@@ -130,7 +128,7 @@ class Session:
     def _on_cell_executed(self, cell=None, cell_index=None, execute_reply=None, **kw) -> None:
         content = (execute_reply or {}).get("content", {})
         self._reply_status = content.get("status")
-        if content.get("ename") == "CellTimeoutError":
+        if content.get("ename") == CELL_TIMEOUT:
             self._reply_status = "timeout"
 
     def __enter__(self) -> "Session":
@@ -165,16 +163,14 @@ class Session:
         try:
             self.client.execute_cell(cell, index)
         except CellTimeoutError as e:
-            return CellOutcome(False, "CellTimeoutError", str(e), timed_out=True, seconds=time.perf_counter() - t0)
+            return CellOutcome(False, CELL_TIMEOUT, str(e), timed_out=True, seconds=time.perf_counter() - t0)
         except DeadKernelError as e:
             self.dead = True
             return CellOutcome(False, "DeadKernelError", str(e), dead=True, seconds=time.perf_counter() - t0)
         dt = time.perf_counter() - t0
         if self._reply_status == "timeout":
-            cell.outputs.append(nbformat.v4.new_output("error", ename="CellTimeoutError",
-                                                       evalue=f"the cell ran past its {self.client.timeout} s limit",
-                                                       traceback=[]))
-            return CellOutcome(False, "CellTimeoutError", "timed out", timed_out=True, seconds=dt)
+            cell.outputs.append(nbformat.v4.new_output("error", **cell_timeout(self.client.timeout, traceback=False)))
+            return CellOutcome(False, CELL_TIMEOUT, "timed out", timed_out=True, seconds=dt)
         if self._reply_status == "aborted":
             # The kernel skipped the cell (it drops requests queued behind an error): never a pass.
             return CellOutcome(False, "Aborted", "the kernel aborted this cell without running it", seconds=dt)
@@ -185,10 +181,8 @@ class Session:
         if self._reply_status not in ("ok", None):
             # The kernel says the cell raised, yet no error was displayed: something hid it (a replaced
             # traceback display, a custom exception handler). It failed all the same, and shows why.
-            why = "the cell raised an exception, but no error was displayed (the notebook hides its errors)"
-            cell.outputs.append(nbformat.v4.new_output("error", ename=HIDDEN_ERROR, evalue=why,
-                                                       traceback=[f"{HIDDEN_ERROR}: {why}"]))
-            return CellOutcome(False, HIDDEN_ERROR, why, seconds=dt, reply=self._reply_status)
+            cell.outputs.append(error_output(HIDDEN_ERROR, HIDDEN_ERROR_WHY))
+            return CellOutcome(False, HIDDEN_ERROR, HIDDEN_ERROR_WHY, seconds=dt, reply=self._reply_status)
         return CellOutcome(True, seconds=dt, reply=self._reply_status or "")
 
     def run(self, index: int) -> CellOutcome:

@@ -29,10 +29,10 @@ from traitlets import Bool
 from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, notebook_secrets, regions, visible_source
 from .config import Config
 from .files import write_atomic
+from .texts import HIDDEN_NOTE, REDACTED, hidden_test_failed
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_FRAME = r"Cell In\[{n}\], line (\d+)"
-HIDDEN_NOTE = "# (hidden tests ran here; their source is not shown)"
 
 
 @dataclass
@@ -75,7 +75,7 @@ def hide_hidden_tests(cell) -> None:
         if in_hidden or not lines:
             msg = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}".rstrip(": ")
             out = nbformat.v4.new_output("error", ename=out.get("ename", "Error"), evalue=out.get("evalue", ""),
-                                         traceback=[f"A hidden test failed. {msg}" if in_hidden else msg])
+                                         traceback=[hidden_test_failed(msg) if in_hidden else msg])
         else:
             # IPython prints context lines around the failing one: drop any that are hidden tests
             kept = ["\n".join(l for l in t.split("\n") if not any(h in ANSI.sub("", l) for h in texts))
@@ -86,9 +86,6 @@ def hide_hidden_tests(cell) -> None:
     cell.outputs = outputs
     visible = visible_source(cell.source).rstrip("\n")
     cell.source = visible + "\n" + HIDDEN_NOTE
-
-
-REDACTED = "[jaxpath: a line of a hidden test was removed here]"
 
 
 def _redact_text(text: str, secret: set[str]) -> str:

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from jaxpath.grade import dispatch as dispatch_mod
-from jaxpath.grade.batch import FOLLOWERS_PER_CORE, _ReferenceGate
 from jaxpath.grade.coordinator import Job
 from jaxpath.grade.dispatch import Gate, disconnect, dispatch
+from jaxpath.grade.follow import FOLLOWERS_PER_CORE, ReferenceGate
 from jaxpath.grade.integrity import Reference
 from jaxpath.grade.reference import ReferenceRuns
 from jaxpath.grade.statuses import GradeStatus
@@ -30,13 +29,12 @@ def fake_run_task(task: Task) -> Result:
 
 
 @pytest.fixture
-def client(monkeypatch):
+def client():
     """A Dask client of two worker threads in this process, whose tasks run `fake_run_task`."""
     import logging
 
     from distributed import Client, LocalCluster
 
-    monkeypatch.setattr(dispatch_mod, "run_task", fake_run_task)
     FINISHED.clear()
     cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address="127.0.0.1:0",
                            worker_dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
@@ -68,7 +66,7 @@ class Run:
         return task
 
     def __call__(self, client, todo):
-        for job, result in dispatch(todo, client, self.make_task, gate=self.gate):
+        for job, result in dispatch(todo, client, fake_run_task, self.make_task, gate=self.gate):
             assert result.status == GradeStatus.GRADED
             self.done.append(job.student)
         return self
@@ -185,7 +183,7 @@ class FakeRefs:
 
 
 def test_a_batch_sends_tasks_only_onto_cores_the_reference_runs_leave_free():
-    gate = _ReferenceGate(cores=2, workers=2)
+    gate = ReferenceGate(cores=2, workers=2)
     gate.refs = FakeRefs({"01", "02"}, workers=2)
     assert gate.limit(6, jobs("01", "02")) == 0  # two reference kernels on two cores: no core is free
     gate.refs.left = {"02"}
@@ -195,14 +193,14 @@ def test_a_batch_sends_tasks_only_onto_cores_the_reference_runs_leave_free():
     assert gate.limit(6, jobs("02", "02")) == FOLLOWERS_PER_CORE  # only 02's: tasks that follow its reference
     gate.refs.left = set()
     assert gate.limit(6, waiting) == 2 and gate.limit(1, waiting) == 1  # all done: the workers, or the threads
-    one = _ReferenceGate(cores=2, workers=1)
+    one = ReferenceGate(cores=2, workers=1)
     one.refs = FakeRefs({"01"})
     assert one.limit(3, jobs("01")) == FOLLOWERS_PER_CORE  # cold submissions follow their reference run
     assert one.pick(jobs("01")) == 0  # nothing done: the first in line
 
 
 def test_a_remote_cluster_gets_no_task_before_every_reference_is_done():
-    gate = _ReferenceGate(cores=16, workers=None)
+    gate = ReferenceGate(cores=16, workers=None)
     gate.refs = FakeRefs({"01"})
     assert gate.limit(8, jobs("01")) == 0
     gate.refs.left = set()
@@ -213,7 +211,7 @@ def test_a_reference_run_publishes_its_progress_to_the_tasks_of_this_process():
     """What a task beside its reference follows (worker.run_task): the cells the run has done, under a key the
     batch gives the task; once the run is over nothing is waited for, and once the batch is over the key
     leads nowhere."""
-    from jaxpath.grade.reference import following
+    from jaxpath.grade.follow import following
 
     cell_done, release = threading.Semaphore(0), threading.Event()
 

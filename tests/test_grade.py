@@ -523,16 +523,16 @@ def test_the_local_cluster_listens_on_loopback_only():
         disconnect(client, cluster)
 
 
-def test_a_task_beside_its_reference_run_follows_it_cell_by_cell(monkeypatch):
+def test_a_task_beside_its_reference_run_follows_it_cell_by_cell():
     """A task sent while its notebook's reference run goes on runs its n-th code cell only once the reference
-    has run its own (reference.Progress): it reads that cell's programs from the cache instead of compiling
+    has run its own (follow.Progress): it reads that cell's programs from the cache instead of compiling
     them a second time beside the reference. The order is read from the clock every process shares (CLOCK_MONOTONIC),
     each cell printing when it ran and the progress noting when it let each cell go."""
-    from jaxpath.grade import reference
+    from jaxpath.grade import follow
     from jaxpath.grade.tasks import IntegritySpec, Task
     from jaxpath.grade.worker import run_task
 
-    class Spy(reference.Progress):
+    class Spy(follow.Progress):
         def __init__(self):
             super().__init__()
             self.calls: list[tuple[int, float]] = []
@@ -542,25 +542,29 @@ def test_a_task_beside_its_reference_run_follows_it_cell_by_cell(monkeypatch):
             return 0.0
 
     spy = Spy()
-    monkeypatch.setitem(reference._following, "batch/01_demo", spy)
-    clock = "import time\nprint(time.monotonic())"
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(clock), nbformat.v4.new_markdown_cell("text"),
-                                         nbformat.v4.new_code_cell(clock), nbformat.v4.new_code_cell(clock)])
-    sandboxed = sandbox_problem() is None
-    task = Task("demo/s/01_demo", nbformat.writes(nb), limits=LIMITS, sandbox=sandboxed,
-                integrity=IntegritySpec(deferred=True, follow="batch/01_demo"))
-    result = run_task(task)
-    out = nbformat.reads(result.notebook, as_version=4)
-    code = [c for c in out.cells if c.cell_type == "code"]
-    ran = [float(c.outputs[0]["text"]) for c in code[:3]]
-    assert [n for n, _ in spy.calls] == [1, 2, 3]  # before each code cell, the count it waits for
-    for k, (_, let_go) in enumerate(spy.calls):
-        assert let_go <= ran[k], f"code cell {k + 1} ran before the reference let it"
-        if k:
-            assert ran[k - 1] <= let_go, f"code cell {k + 1} was let go before cell {k} had run"
-    assert "following the reference run" in result.times
-    spy.over = True  # a reference that is over: nothing is waited for
-    spy.calls.clear()
-    run_task(Task("demo/s/01_demo", nbformat.writes(nb), limits=LIMITS, sandbox=sandboxed,
-                  integrity=IntegritySpec(deferred=True, follow="batch/01_demo")))
-    assert spy.calls == []
+    key = follow.register(spy, "01_demo")
+    try:
+        clock = "import time\nprint(time.monotonic())"
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(clock), nbformat.v4.new_markdown_cell("text"),
+                                             nbformat.v4.new_code_cell(clock), nbformat.v4.new_code_cell(clock)])
+        sandboxed = sandbox_problem() is None
+        task = Task("demo/s/01_demo", nbformat.writes(nb), limits=LIMITS, sandbox=sandboxed,
+                    integrity=IntegritySpec(deferred=True), follow=key)
+        result = run_task(task)
+        out = nbformat.reads(result.notebook, as_version=4)
+        code = [c for c in out.cells if c.cell_type == "code"]
+        ran = [float(c.outputs[0]["text"]) for c in code[:3]]
+        assert [n for n, _ in spy.calls] == [1, 2, 3]  # before each code cell, the count it waits for
+        for k, (_, let_go) in enumerate(spy.calls):
+            assert let_go <= ran[k], f"code cell {k + 1} ran before the reference let it"
+            if k:
+                assert ran[k - 1] <= let_go, f"code cell {k + 1} was let go before cell {k} had run"
+        assert "following the reference run" in result.times
+        spy.over = True  # a reference that is over: nothing is waited for
+        spy.calls.clear()
+        run_task(Task("demo/s/01_demo", nbformat.writes(nb), limits=LIMITS, sandbox=sandboxed,
+                      integrity=IntegritySpec(deferred=True), follow=key))
+        assert spy.calls == []
+    finally:
+        follow.withdraw(key)
+    assert follow.following(key) is None

@@ -3,8 +3,9 @@ mistake for tampering. (The whole defence, graded end to end, is in test_hostile
 import nbformat
 import pytest
 
-from jaxpath.execute import HIDDEN_ERROR, Session
+from jaxpath.execute import Session
 from jaxpath.grade import integrity as I
+from jaxpath.texts import HIDDEN_ERROR
 
 pytestmark = pytest.mark.slow
 

@@ -312,14 +312,44 @@ class Coordinator:
                              "db_url": self.db_url, "course_id": self.course_id}}
 
     def prepare(self, job: Job) -> None:
-        from nbgrader.api import Gradebook
-
+        """Prepare one submission as nbgrader's autograde does: its submission recorded, the notebook read and
+        restored by nbgrader's sanitize steps into `job.task`; or `job.status` set where it cannot run (missing,
+        not a notebook of the assignment, unreadable), every grade cell then scoring zero."""
         pdir = Path(self.coursedir.root) / self.coursedir.submitted_directory / job.student / self.part
         if job.path is None and not any(pdir.glob("*.ipynb")):
             # nbgrader's autograde finds no notebook to grade and records no submission: neither does jaxpath
             job.status = self._status(job, GradeStatus.MISSING, f"no {job.notebook}.ipynb was submitted (the folder has no "
                                                     "notebook: no submission is recorded, as under nbgrader)")
             return
+        self._record_submission(job, pdir)
+        if job.notebook not in self.notebooks:
+            job.status = self._status(job, GradeStatus.INVALID, f"{job.notebook}.ipynb is not a notebook of {self.part} "
+                                                    f"(expected {', '.join(n + '.ipynb' for n in self.notebooks)}): "
+                                                    "renamed?")
+            return
+        if job.path is None:
+            others = sorted(p.name for p in pdir.glob("*.ipynb")) if pdir.is_dir() else []
+            self._cannot_run(job, GradeStatus.MISSING, f"no {job.notebook}.ipynb was submitted"
+                             + (f" (the folder has {', '.join(others)})" if others else ""))
+            return
+        try:
+            nb = nbformat.reads(job.path.read_bytes().decode("utf-8"), as_version=4)
+            nbformat.validate(nb)
+        except Exception as e:
+            self._cannot_run(job, GradeStatus.INVALID, f"cannot be read as a notebook: {_first_line(e)}")
+            return
+        nb = self._restore(job, nb)
+        if nb is None:
+            return
+        job.files = self._extra_files(pdir)
+        job.task = Task(f"{self.part}/{job.student}/{job.notebook}", nbformat.writes(nb), files=job.files,
+                        limits=self.limits, sandbox=self.sandbox, isolation=self.level.name,
+                        kernel_name=self.config.kernel_name, jax_cache=str(self.jax_cache) if self.jax_cache else None)
+
+    def _record_submission(self, job: Job, pdir: Path) -> None:
+        """The student and the submission in nbgrader's gradebook, with its timestamp (as autograde records them)."""
+        from nbgrader.api import Gradebook
+
         try:
             timestamp = self.coursedir.get_existing_timestamp(str(pdir))
         except Exception:
@@ -330,27 +360,16 @@ class Coordinator:
                 gb.update_or_create_submission(self.part, job.student, timestamp=timestamp)
             else:
                 gb.update_or_create_submission(self.part, job.student)
-        if job.notebook not in self.notebooks:
-            job.status = self._status(job, GradeStatus.INVALID, f"{job.notebook}.ipynb is not a notebook of {self.part} "
-                                                    f"(expected {', '.join(n + '.ipynb' for n in self.notebooks)}): "
-                                                    "renamed?")
-            return
-        if job.path is None:
-            self._zero(job)
-            others = sorted(p.name for p in pdir.glob("*.ipynb")) if pdir.is_dir() else []
-            why = f"no {job.notebook}.ipynb was submitted" + (f" (the folder has {', '.join(others)})" if others else "")
-            job.status = self._status(job, GradeStatus.MISSING, why, *self._scores(job))
-            return
-        try:
-            text = job.path.read_bytes().decode("utf-8")
-            nb = nbformat.reads(text, as_version=4)
-            nbformat.validate(nb)
-        except Exception as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            self._zero(job)
-            job.status = self._status(job, GradeStatus.INVALID, f"cannot be read as a notebook: {first}", *self._scores(job))
-            return
-        resources = self._resources(job)
+
+    def _cannot_run(self, job: Job, status: GradeStatus, why: str) -> None:
+        self._zero(job)
+        job.status = self._status(job, status, why, *self._scores(job))
+
+    def _restore(self, job: Job, nb: nbformat.NotebookNode) -> nbformat.NotebookNode | None:
+        """The notebook after nbgrader's sanitize steps (cells restored as released, what changed noted on the
+        job); None, with the job settled as invalid, where nbgrader cannot restore it."""
+        from nbgrader.api import Gradebook
+
         submitted_ids = {grade_id(c) for c in nb.cells}
         seen: dict[str, int] = {}
         for c in nb.cells:
@@ -360,23 +379,19 @@ class Coordinator:
         for gid, n in sorted(seen.items()):
             if n > 1:  # a copied cell (JupyterLab copies metadata): nbgrader keeps the last one
                 job.notes.append(f"{gid} appears {n} times; the last copy was graded, the others ran as plain cells")
+        resources = self._resources(job)
         try:
             for pp in prepare_steps(self.nbcfg, job.changes, job.notes, self.earlier_points):
                 nb, resources = pp.preprocess(nb, resources)
         except Exception as e:
-            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-            self._zero(job)
-            job.status = self._status(job, GradeStatus.INVALID, f"nbgrader could not restore it: {first}", *self._scores(job))
-            return
+            self._cannot_run(job, GradeStatus.INVALID, f"nbgrader could not restore it: {_first_line(e)}")
+            return None
         with Gradebook(self.db_url, self.course_id) as gb:
             graded = {c.name for c in gb.find_notebook(job.notebook, self.part).grade_cells}
         missing = sorted(graded - submitted_ids)
         if missing:
             job.changes.append(f"restored deleted grade cells {', '.join(missing)}")
-        job.files = self._extra_files(pdir)
-        job.task = Task(f"{self.part}/{job.student}/{job.notebook}", nbformat.writes(nb), files=job.files,
-                        limits=self.limits, sandbox=self.sandbox, isolation=self.level.name,
-                        kernel_name=self.config.kernel_name, jax_cache=str(self.jax_cache) if self.jax_cache else None)
+        return nb
 
     def _zero(self, job: Job) -> None:
         """A notebook that cannot run scores zero in every grade cell (as nbgrader does for a missing one)."""
@@ -479,3 +494,8 @@ class Coordinator:
     def settle(self, job: Job) -> Status:
         self.store.put(job.status)
         return job.status
+
+
+def _first_line(e: BaseException) -> str:
+    """An error's first line, for a status reason (its type where it says nothing)."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:300]

@@ -1,5 +1,5 @@
-"""Sending prepared tasks to Dask workers (a local cluster, or an existing scheduler), and calling the
-gradebook so that a lock held by another grader or a full disk ends in one clear sentence."""
+"""Sending prepared tasks to Dask workers (a local cluster, or an existing scheduler), as many at a time as a
+`Gate` allows (follow.ReferenceGate: the batch's own)."""
 from __future__ import annotations
 
 import hashlib
@@ -10,50 +10,13 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 import nbformat
 
-from ..errors import GradeError
+from .. import texts
 from .statuses import GradeStatus
 from .tasks import Result, Task
-from .worker import run_task
 
 if TYPE_CHECKING:
     from .coordinator import Job
 
-log = logging.getLogger("jaxpath.grade")
-
-
-def gradebook_call(fn, *args, lock_timeout: float, what: str):
-    """Call fn(*args), waiting while another process holds the gradebook locked (SQLite) and turning a
-    full disk into one clear sentence. Nothing half-written is left: each write is atomic."""
-    import sqlalchemy.exc
-
-    deadline = time.monotonic() + lock_timeout
-    delay = 0.5
-    while True:
-        try:
-            return fn(*args)
-        except sqlalchemy.exc.OperationalError as e:
-            text = str(e.orig if getattr(e, "orig", None) is not None else e)
-            if "locked" in text or "busy" in text:
-                if time.monotonic() < deadline:
-                    log.warning("the gradebook is locked (%s): waiting", what)
-                    time.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-                    continue
-                raise GradeError(f"the gradebook is locked by another process; waited {lock_timeout:g} s while "
-                                 f"{what} ({text.strip()}). Nothing recorded is lost: stop the other process and "
-                                 "run the same command again") from e
-            if "full" in text:
-                raise GradeError(f"the disk is full: the gradebook could not be written while {what} ({text.strip()}). "
-                                 "Nothing recorded is lost: free space and run the same command again") from e
-            raise
-        except OSError as e:
-            import errno
-
-            if e.errno in (errno.ENOSPC, errno.EDQUOT):
-                raise GradeError(f"the disk is full ({e.filename or 'a file'}: {e.strerror}) while {what}. Nothing "
-                                 "recorded is lost and no file is half-written: free space and run the same command "
-                                 "again") from e
-            raise
 
 
 def connect(workers: int, scheduler: str | None = None, *, threads: int = 1):
@@ -109,9 +72,10 @@ class Gate:
         return 0
 
 
-def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
+def dispatch(jobs: list[Job], client, run: Callable[..., Result], make_task: Callable[[Job], Task],
              extra: Callable[[Job], object] | None = None, gate: Gate | None = None) -> Iterator[tuple[Job, Result]]:
-    """Run the jobs' tasks on the client's workers; yield (job, result) as each finishes.
+    """Run the jobs' tasks on the client's workers (`run(task)`: worker.run_task); yield (job, result) as each
+    finishes.
 
     A task is made (`make_task(job)`) only when it is sent, and no more are in flight than the workers have
     threads or the `gate` allows: a task sent after its notebook's reference run finished carries its
@@ -128,7 +92,7 @@ def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
         key = f"jaxpath-grade-{hashlib.sha1(job.task.id.encode()).hexdigest()}-{time.time_ns()}"
         arg = extra(job) if extra else None
         args = (job.task,) if arg is None else (job.task, arg)
-        fut = client.submit(run_task, *args, key=key, pure=False, retries=0)
+        fut = client.submit(run, *args, key=key, pure=False, retries=0)
         inflight[fut.key] = (fut, job)
         fut.add_done_callback(gate.events.put)
 
@@ -147,7 +111,7 @@ def dispatch(jobs: list[Job], client, make_task: Callable[[Job], Task],
         try:
             result = fut.result()
         except Exception as e:
-            why = f"the worker failed: {type(e).__name__}: {str(e)[:300]}"
+            why = texts.worker_failed(e)
             result = Result(job.task.id, _all_not_run(job.task.notebook, why), GradeStatus.CRASHED, why)
         yield job, result
 
@@ -156,5 +120,5 @@ def _all_not_run(nb_json: str, why: str) -> str:
     nb = nbformat.reads(nb_json, as_version=4)
     for c in nb.cells:
         if c.cell_type == "code":
-            c.outputs = [nbformat.v4.new_output("error", ename="NotRun", evalue=why, traceback=[why])]
+            c.outputs = [texts.not_run(why)]
     return nbformat.writes(nb)

@@ -39,8 +39,13 @@ import ast
 import json
 import secrets
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..kernel import source as kernel_source
+from ..texts import not_counted
+
+if TYPE_CHECKING:
+    from .tasks import Probe
 
 VOLATILE = ("builtins.input", "builtins.getpass", "sys.excepthook", "sys.breakpointhook")
 """Replaced by ipykernel itself around every request: never evidence."""
@@ -235,19 +240,13 @@ def verdict(cell, label: str, passed: bool, problems: list[str]) -> str | None:
     return f"{label}: failed, and the test machinery was tampered with: " + "; ".join(problems)
 
 
-def not_counted(why: str):
-    import nbformat
-
-    return nbformat.v4.new_output("error", ename="NotCounted", evalue=why, traceback=[f"NotCounted: {why}"])
-
-
-def settle_probes(nb, probes: list[dict], evidence: list[str], ref: "Reference") -> list[str]:
+def settle_probes(nb, probes: list[Probe], evidence: list[str], ref: Reference) -> list[str]:
     """Judge the probes a worker brought back unjudged (it ran before the reference run was done) exactly as
     the worker would have: a void pass gets its NotCounted output in `nb`; returns all evidence, in cell order."""
     found = list(evidence)
     for p in probes:
-        problems = judge(p["data"], p["digest"], expected(ref.names.get(p["gid"], {})), ref.ignore)
-        line = verdict(nb.cells[p["cell"]], f"cell {p['cell'] + 1} ({p['gid']})", p["passed"], problems)
+        problems = judge(p.data, p.digest, expected(ref.names.get(p.gid, {})), ref.ignore)
+        line = verdict(nb.cells[p.cell], f"cell {p.cell + 1} ({p.gid})", p.passed, problems)
         if line:
             found.append(line)
     return evidence_order(found)

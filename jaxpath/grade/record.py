@@ -1,6 +1,7 @@
 """The coordinator's writes: autograded notebooks, nbgrader's gradebook, and one status row per notebook.
 
-Only the coordinator calls these. Each notebook is recorded in an order that survives a kill at any
+Only the coordinator calls these, each through `gradebook_call` (a lock held by another grader or a full disk
+ends in one clear sentence). Each notebook is recorded in an order that survives a kill at any
 moment: the autograded notebook is written to a temporary file and renamed into place, then nbgrader's
 SaveAutoGrades stores the scores, and the status row (with the content hash that makes reruns skip it)
 is written last. A kill before the status row means the next run grades that notebook again and
@@ -9,12 +10,17 @@ overwrites what is there: nothing is half-written and nothing is counted twice.
 from __future__ import annotations
 
 import datetime as dt
+import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
 
+from ..errors import GradeError
 from ..files import inside, write_into
+
+log = logging.getLogger("jaxpath.grade")
 
 metadata = sa.MetaData()
 status_table = sa.Table(
@@ -131,3 +137,38 @@ def remove_files(names, dest: Path) -> None:
         target = dest / rel
         if inside(dest, rel) is not None and (target.is_file() or target.is_symlink()):
             target.unlink()
+
+
+def gradebook_call(fn, *args, lock_timeout: float, what: str):
+    """Call fn(*args), waiting while another process holds the gradebook locked (SQLite) and turning a
+    full disk into one clear sentence. Nothing half-written is left: each write is atomic."""
+    import sqlalchemy.exc
+
+    deadline = time.monotonic() + lock_timeout
+    delay = 0.5
+    while True:
+        try:
+            return fn(*args)
+        except sqlalchemy.exc.OperationalError as e:
+            text = str(e.orig if getattr(e, "orig", None) is not None else e)
+            if "locked" in text or "busy" in text:
+                if time.monotonic() < deadline:
+                    log.warning("the gradebook is locked (%s): waiting", what)
+                    time.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+                    continue
+                raise GradeError(f"the gradebook is locked by another process; waited {lock_timeout:g} s while "
+                                 f"{what} ({text.strip()}). Nothing recorded is lost: stop the other process and "
+                                 "run the same command again") from e
+            if "full" in text:
+                raise GradeError(f"the disk is full: the gradebook could not be written while {what} ({text.strip()}). "
+                                 "Nothing recorded is lost: free space and run the same command again") from e
+            raise
+        except OSError as e:
+            import errno
+
+            if e.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise GradeError(f"the disk is full ({e.filename or 'a file'}: {e.strerror}) while {what}. Nothing "
+                                 "recorded is lost and no file is half-written: free space and run the same command "
+                                 "again") from e
+            raise

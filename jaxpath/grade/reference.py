@@ -10,7 +10,7 @@ Where it lives: `build/grading/<part>/<notebook>-<key>.json` (the calibration) a
 (the compiled programs, with a `.warmed-<notebook>-<key>` marker; `Config.compile_cache_dir` moves it). The
 kernel writes into a staging folder beside it, and after each cell what it compiled is published into the
 cache whole (`_publish`), so the tasks already running read it while the reference run goes on; a task of
-this process follows the run cell by cell (`Progress`), so it compiles nothing the reference compiles. The key
+this process follows the run cell by cell (follow.py), so it compiles nothing the reference compiles. The key
 hashes the grader's version, the source notebook, the Python version and the integrity code (both sides), so
 editing a notebook, upgrading jaxpath or Python invalidates it; otherwise every later batch (a `--student`
 regrade included) reuses it."""
@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import logging
 import os
-import secrets
 import shutil
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from ..cells import grade_id, is_answer, is_test
 from ..files import private_temp_dir, write_atomic
 from . import integrity
 from .cachepack import writer_env
+from .follow import Progress, register, withdraw
 
 log = logging.getLogger("jaxpath.grade")
 
@@ -151,62 +151,6 @@ def _publish(staging: Path, jax_cache: Path) -> None:
                 os.replace(part, target)
 
 
-class Progress:
-    """How far one notebook's reference run has got: the code cells it has run and published. A task graded
-    on this machine before its reference run is done follows it (worker.run_task): it runs its n-th code cell
-    only once the reference has run its own, so it reads that cell's programs from the cache instead of
-    compiling them a second time beside the reference, and waits, idle, while the reference compiles.
-
-    The tasks that follow the runs of one batch take turns (`turn`, as many at once as `turns` allows: the
-    cores the reference runs leave free) to run a cell: all at once, their kernels would take a reference
-    kernel's core from it, and it is the one every later task waits for."""
-
-    def __init__(self, turns: threading.Semaphore | None = None):
-        self._cond = threading.Condition()
-        self._turns = turns
-        self.cells = 0
-        self.over = False
-
-    def advance(self, cells: int) -> None:
-        with self._cond:
-            self.cells = max(self.cells, cells)
-            self._cond.notify_all()
-
-    def finish(self) -> None:
-        """The run is over (done, failed or cancelled): nobody waits on it any more."""
-        with self._cond:
-            self.over = True
-            self._cond.notify_all()
-
-    def wait(self, cells: int) -> float:
-        """Block until the reference has run `cells` code cells or is over; the seconds it waited."""
-        t = time.perf_counter()
-        with self._cond:
-            self._cond.wait_for(lambda: self.over or self.cells >= cells)
-        return time.perf_counter() - t
-
-    @contextlib.contextmanager
-    def turn(self):
-        """Hold one of the followers' turns (given the seconds waited for it) while running a cell."""
-        t = time.perf_counter()
-        if self._turns is None or self.over:
-            yield 0.0
-            return
-        with self._turns:
-            yield time.perf_counter() - t
-
-
-_following: dict[str, Progress] = {}
-_following_lock = threading.Lock()
-
-
-def following(key: str | None) -> Progress | None:
-    """The progress registered under `key` by a batch's ReferenceRuns in this process (None elsewhere: a
-    worker of a remote cluster, or a batch that is over, runs at its own pace)."""
-    with _following_lock:
-        return _following.get(key) if key else None
-
-
 def reference_order(notebooks) -> list[str]:
     """The order in which `ReferenceRuns` starts a batch's notebooks (the batch sends submissions in it too)."""
     return sorted(notebooks)
@@ -248,10 +192,8 @@ class ReferenceRuns:
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="jaxpath-reference")
         turns = threading.Semaphore(max(1, spare_cores))  # shared by the tasks that follow any of these runs
         for name in todo:
-            key, progress = f"{secrets.token_hex(8)}/{name}", Progress(turns)
-            self._progress[name] = key, progress
-            with _following_lock:
-                _following[key] = progress
+            progress = Progress(turns)
+            self._progress[name] = register(progress, name), progress
             self._futures[name] = fut = self._pool.submit(run_one, name, progress.advance)
             fut.add_done_callback(lambda _fut, p=progress: self._finished(p))
 
@@ -298,10 +240,9 @@ class ReferenceRuns:
         """Cancel the runs not started yet and wait for the running ones (a run is never cut off mid-write)."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-        with _following_lock:
-            for key, progress in self._progress.values():
-                progress.finish()
-                _following.pop(key, None)
+        for key, progress in self._progress.values():
+            progress.finish()
+            withdraw(key)
 
     def wait(self) -> dict[str, integrity.Reference]:
         """Every reference, once all are done (re-raising a run's error)."""

@@ -22,10 +22,6 @@ class IntegritySpec:
     deferred: bool = False
     """The reference run was not done when the task left: `names` holds the names to fingerprint (values
     empty), and the worker returns each probe's answer for the coordinator to judge once it is."""
-    follow: str | None = None
-    """With `deferred`, on the coordinator's own machine: where the worker finds the reference run's progress
-    (reference.following), to run each code cell only once the reference has run it. A worker elsewhere finds
-    nothing there and runs at its own pace."""
 
 
 @dataclass
@@ -48,6 +44,26 @@ class Task:
     """matplotlib's font list made for sandboxes on this machine (grade/fontlist.py), mounted read-only."""
     integrity: IntegritySpec | None = None
     """Set once the reference run is done; None runs no integrity checks."""
+    follow: str | None = None
+    """Sent before its reference run is done, on the coordinator's own machine: the key under which the worker
+    finds that run's progress (follow.following), to run each code cell only once the reference has run it. A
+    worker elsewhere finds nothing there and runs at its own pace."""
+
+
+@dataclass
+class Probe:
+    """One test cell's integrity probe, brought back unjudged from a task with a deferred spec: the coordinator
+    judges it against the reference run once that is done (integrity.settle_probes)."""
+    cell: int
+    """The cell's index in the notebook."""
+    gid: str
+    """Its grade id."""
+    passed: bool
+    """Whether the test passed as the kernel reported it."""
+    data: dict
+    """The probe's answer (integrity.parse_result)."""
+    digest: str | None
+    """The prelude's digest of the watched things."""
 
 
 @dataclass
@@ -69,8 +85,8 @@ class Result:
     """Files of its folder it removed."""
     isolation: str = ""
     """The isolation level it ran at."""
-    probes: list[dict] = field(default_factory=list)
-    """With a deferred integrity spec: per test cell, {"cell", "gid", "passed", "data", "digest"} to judge."""
+    probes: list[Probe] = field(default_factory=list)
+    """With a deferred integrity spec: per test cell, its probe to judge."""
     times: dict[str, float] = field(default_factory=dict)
     """Where the worker's seconds went: sandbox, kernel start, import jax, prelude, cells."""
     cache_hits: int | None = None

@@ -10,22 +10,24 @@ import contextlib
 import socket
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
+from .. import texts
 from ..cells import grade_id, is_test
-from ..execute import HIDDEN_ERROR, Session, kernel_env
+from ..execute import Session, kernel_env
 from ..files import write_into
 from ..kernel import source as kernel_source
 from . import integrity
 from .cachepack import CachePack, reader_env, unpack
+from .follow import Follower, following
 from .isolation import NONE, Level
 from .isolation.rlimits import address_space_mb
-from .reference import following
 from .sandbox import Sandbox, Written, written_files
 from .statuses import GradeStatus
-from .tasks import IntegritySpec, Result, Task
+from .tasks import IntegritySpec, Probe, Result, Task
 
 NBGRADER_ENV = {"NBGRADER_EXECUTION": "autograde"}
 """What nbgrader's autograde sets while a submission runs (nbgrader/converters/autograde.py), so a notebook
@@ -33,15 +35,11 @@ that branches on it runs as it would under nbgrader."""
 
 
 
-def _error_output(ename: str, evalue: str):
-    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
 PRELUDE_TIMEOUT = 120.0
 """Seconds the grader's own start of a kernel (importing JAX, the integrity prelude) may take, each."""
 
 
-def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:  # noqa: C901
+def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:
     """Execute task.notebook (nbformat JSON) with task.files beside it.
 
     Returns the executed notebook, a status (graded, timed out, crashed) and its reason, and the files
@@ -51,138 +49,152 @@ def run_task(task: Task, cache_pack: CachePack | None = None) -> Result:  # noqa
 
     `cache_pack` (a worker on another machine than the coordinator's) is the warmed compilation cache,
     unpacked once per machine and used when it was compiled for this kind of machine."""
-    limits = task.limits
-    if cache_pack is not None and task.jax_cache is None:
-        try:
-            task.jax_cache = unpack(cache_pack)
-        except OSError:  # a full temporary folder: compile instead
-            task.jax_cache = None
-    cache_hits: list[int] = []
-    written = Written({}, [], [])
-    nb = nbformat.reads(task.notebook, as_version=4)
-    files = dict(task.files)
-    t0 = time.perf_counter()
-    status, reason = GradeStatus.GRADED, ""
-    code_cells = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    for i in code_cells:
-        nb.cells[i].outputs, nb.cells[i].execution_count = [], None
+    return TaskRun(task, cache_pack).run()
 
-    guard = _Guard(nb, task.integrity) if task.integrity else None
-    # Graded beside its reference run on this machine: each code cell runs once the reference has run its own,
-    # reading what that compiled, and in turn with the other such tasks (reference.Progress). The waits are not
-    # the notebook's time.
-    leader = following(task.integrity.follow) if task.integrity and task.integrity.deferred else None
-    paused = 0.0
-    times: dict[str, float] = {}
-    clock = [time.perf_counter()]
 
-    def lap(name: str) -> None:
+@dataclass
+class _Place:
+    """Where the kernel starts: its work folder, and either a kernel manager (the sandbox's) or an environment."""
+    workdir: Path | str
+    km: object | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class TaskRun:
+    """One task, in phases: `place` (a sandbox, or a temporary folder where isolation is off), `start` (the
+    kernel, the integrity prelude), `cells` (each code cell in turn, following the reference run where the task
+    was sent beside it), then `result`. Every kernel starts through `start`, sandboxed or not."""
+
+    def __init__(self, task: Task, cache_pack: CachePack | None = None):
+        self.task, self.limits = task, task.limits
+        if cache_pack is not None and task.jax_cache is None:
+            try:
+                task.jax_cache = unpack(cache_pack)
+            except OSError:  # a full temporary folder: compile instead
+                task.jax_cache = None
+        self.nb = nbformat.reads(task.notebook, as_version=4)
+        self.code_cells = [i for i, c in enumerate(self.nb.cells) if c.cell_type == "code"]
+        for i in self.code_cells:
+            self.nb.cells[i].outputs, self.nb.cells[i].execution_count = [], None
+        self.status, self.reason = GradeStatus.GRADED, ""
+        self.guard = _Guard(self.nb, task.integrity) if task.integrity else None
+        self.written, self.level, self.cache_hits = Written({}, [], []), NONE, None
+        self.times: dict[str, float] = {}
+        self.t0 = self._clock = time.perf_counter()
+        # Sent beside its reference run on this machine: each code cell runs once the reference has run its own
+        # (follow.py). The waits are not the notebook's time.
+        progress = following(task.follow)
+        self.follower = Follower(progress, self.lap) if progress is not None else None
+
+    def lap(self, name: str) -> None:
         """Seconds since the last lap, added to `name`: where a notebook's time goes (`jaxpath grade --times`)."""
         now = time.perf_counter()
-        times[name] = times.get(name, 0.0) + now - clock[0]
-        clock[0] = now
+        self.times[name] = self.times.get(name, 0.0) + now - self._clock
+        self._clock = now
 
-    def execute(session: Session) -> None:
-        lap("kernel start")
-        if guard:
-            with contextlib.ExitStack() as turn:
-                if leader is not None:  # importing jax and the prelude are a cell's worth of work too
-                    follow(turn)
-                guard.start(session, lap, max(PRELUDE_TIMEOUT, limits.cell_timeout))
-        if task.jax_cache:
-            session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n", "None")
+    def _follow(self, cells: int = 0):
+        return self.follower.cell(cells) if self.follower is not None else contextlib.nullcontext()
+
+    def run(self) -> Result:
+        place = self._sandboxed() if self.task.sandbox else self._unsandboxed()
+        with place as where:
+            if self.task.sandbox:
+                self.lap("sandbox")
+            self.start(where)
+        self.lap("teardown")
+        return self.result()
+
+    @contextlib.contextmanager
+    def _sandboxed(self):
+        limits = self.limits
+        level = Level.parse(self.task.isolation) if self.task.isolation else None  # None: what this host gives
+        with Sandbox(dict(self.task.files), limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV},
+                     jax_cache=self.task.jax_cache, level=level, font_list=self.task.font_list) as sb:
+            yield _Place(sb.workdir, km=sb.kernel_manager(self.task.kernel_name))
+            if self.status == GradeStatus.CRASHED and sb.cgroup.oom_killed():
+                self.reason += texts.reason_out_of_memory(limits.memory_mb)
+            elif not sb.level.cgroup and _raised(self.nb, "MemoryError"):  # rlimits: the cell fails, the kernel lives
+                self.reason = texts.joined(self.reason, texts.reason_memory_error(address_space_mb(limits)))
+        self.written, self.level = sb.written, sb.level
+
+    @contextlib.contextmanager
+    def _unsandboxed(self):
+        with tempfile.TemporaryDirectory(prefix="jaxpath-nosbx-") as d:
+            write_into(Path(d), self.task.files)  # a path that climbs out of the folder is never written
+            env = {**kernel_env(), **NBGRADER_ENV}
+            if self.task.jax_cache:
+                env.update(reader_env(self.task.jax_cache))
+            yield _Place(d, env=env)
+            self.written = written_files(Path(d), self.task.files, self.limits.file_mb * 1024 * 1024)
+
+    def start(self, where: _Place) -> None:
+        """Start the kernel at `where`, then the grader's own start (the integrity prelude, the cache counter)
+        and the cells. A kernel that does not start crashes the notebook, every cell not run."""
         try:
-            run_cells(session)
-        finally:
-            lap("cells")
-        if task.jax_cache and not session.dead:
-            ok, text = session.evaluate("", "__import__('sys').modules['_jaxpath_cache'].hits", timeout=10)
-            if ok and text and text.isdigit():
-                cache_hits.append(int(text))
+            with Session(self.nb, where.workdir, timeout=self.limits.cell_timeout, km=where.km, env=where.env,
+                         kernel_name=self.task.kernel_name) as session:
+                self.lap("kernel start")
+                if self.guard:
+                    with self._follow():  # importing jax and the prelude are a cell's worth of work too
+                        self.guard.start(session, self.lap, max(PRELUDE_TIMEOUT, self.limits.cell_timeout))
+                if self.task.jax_cache:
+                    session.evaluate(kernel_source("cachestats") + "\n__jaxpath_cache_stats(); del __jaxpath_cache_stats\n",
+                                     "None")
+                try:
+                    self.cells(session)
+                finally:
+                    self.lap("cells")
+                if self.task.jax_cache and not session.dead:
+                    ok, text = session.evaluate("", "__import__('sys').modules['_jaxpath_cache'].hits", timeout=10)
+                    if ok and text and text.isdigit():
+                        self.cache_hits = int(text)
+        except RuntimeError as e:  # the kernel did not start
+            self.status, self.reason = GradeStatus.CRASHED, texts.reason_no_kernel(e)
+            _mark_rest(self.nb, self.code_cells, texts.NO_KERNEL)
 
-    def follow(turn: contextlib.ExitStack, cells: int = 0) -> None:
-        """Wait until the reference has run `cells` code cells, then for a turn held until `turn` closes: time
-        shown apart and not counted as the notebook's."""
-        nonlocal paused
-        lap("cells")
-        if cells:
-            paused += leader.wait(cells)
-        paused += turn.enter_context(leader.turn())
-        lap("following the reference run")
-
-    def run_cells(session: Session) -> None:
-        for n, i in enumerate(code_cells):
-            with contextlib.ExitStack() as turn:
-                if leader is not None and not leader.over:
-                    follow(turn, n + 1)
-                if not run_cell(session, n, i):
+    def cells(self, session: Session) -> None:
+        for n, i in enumerate(self.code_cells):
+            with self._follow(n + 1):
+                if not self.cell(session, n, i):
                     return
 
-    def run_cell(session: Session, n: int, i: int) -> bool:
+    def cell(self, session: Session, n: int, i: int) -> bool:
         """Run code cell `i` (the n-th); False when the notebook stops there."""
-        nonlocal status, reason
-        if time.perf_counter() - t0 - paused > limits.notebook_timeout:
-            status = GradeStatus.TIMED_OUT
-            reason = f"the notebook ran past its {limits.notebook_timeout} s limit at cell {i + 1}"
-            _mark_rest(nb, code_cells[n:], "not run: the notebook ran out of time")
+        limits, nb = self.limits, self.nb
+        paused = self.follower.paused if self.follower is not None else 0.0
+        if time.perf_counter() - self.t0 - paused > limits.notebook_timeout:
+            self.status = GradeStatus.TIMED_OUT
+            self.reason = texts.reason_notebook_timeout(limits.notebook_timeout, i + 1)
+            _mark_rest(nb, self.code_cells[n:], texts.OUT_OF_TIME)
             session.kill()
             return False
-        out = guard.run_test(session, i) if guard and i in guard.tests else session.run(i)
+        out = self.guard.run_test(session, i) if self.guard and i in self.guard.tests else session.run(i)
         if out.error_name == "Aborted":
-            nb.cells[i].outputs.append(_error_output("NotRun", "the kernel aborted this cell without running it"))
+            nb.cells[i].outputs.append(texts.aborted())
         if out.dead:
-            status = GradeStatus.CRASHED
-            reason = f"the kernel died in cell {i + 1}"
-            nb.cells[i].outputs.append(_error_output("DeadKernelError", "the kernel died while running this cell"))
-            _mark_rest(nb, code_cells[n + 1:], f"not run: the kernel died in cell {i + 1}")
+            self.status, self.reason = GradeStatus.CRASHED, texts.reason_kernel_died(i + 1)
+            nb.cells[i].outputs.append(texts.dead_kernel())
+            _mark_rest(nb, self.code_cells[n + 1:], texts.after_death(i + 1))
             return False
         if out.timed_out:
-            status, reason = GradeStatus.TIMED_OUT, f"cell {i + 1} ran past its {limits.cell_timeout} s limit"
+            self.status, self.reason = GradeStatus.TIMED_OUT, texts.reason_cell_timeout(i + 1, limits.cell_timeout)
             if not session.responsive():
-                reason += " and ignored the interrupt"
+                self.reason += texts.IGNORED_INTERRUPT
                 session.kill()
-                _mark_rest(nb, code_cells[n + 1:], f"not run: cell {i + 1} never finished")
+                _mark_rest(nb, self.code_cells[n + 1:], texts.after_hang(i + 1))
                 return False
         return True
 
-    level = Level.parse(task.isolation) if task.isolation else None  # None: what this host gives
-    if task.sandbox:
-        with Sandbox(files, limits, {"IPYTHONDIR": "/tmp/.ipython", **NBGRADER_ENV}, jax_cache=task.jax_cache,
-                     level=level, font_list=task.font_list) as sb:
-            lap("sandbox")
-            km = sb.kernel_manager(task.kernel_name)
-            try:
-                with Session(nb, sb.workdir, timeout=limits.cell_timeout, km=km, env={},
-                             kernel_name=task.kernel_name) as s:
-                    execute(s)
-            except RuntimeError as e:  # the kernel did not start
-                status, reason = GradeStatus.CRASHED, f"the kernel did not start: {e}"
-                _mark_rest(nb, code_cells, "not run: the kernel did not start")
-            if status == GradeStatus.CRASHED and sb.cgroup.oom_killed():
-                reason += f": it used more than its {limits.memory_mb} MB of memory"
-            elif not sb.level.cgroup and _raised(nb, "MemoryError"):  # rlimits: the cell fails, the kernel lives
-                reason = (reason + "; " if reason else "") + ("a cell ran out of memory (MemoryError at the "
-                                                              f"{address_space_mb(limits)} MB address-space limit)")
-        written, level = sb.written, sb.level
-    else:
-        with tempfile.TemporaryDirectory(prefix="jaxpath-nosbx-") as d:
-            write_into(Path(d), files)  # a path that climbs out of the folder is never written
-            env = {**kernel_env(), **NBGRADER_ENV}
-            if task.jax_cache:
-                env.update(reader_env(task.jax_cache))
-            with Session(nb, d, timeout=limits.cell_timeout, env=env, kernel_name=task.kernel_name) as s:
-                execute(s)
-            written = written_files(Path(d), files, limits.file_mb * 1024 * 1024)
-    lap("teardown")
-    if guard and guard.broken:  # graded all the same, but the grader says what it could not check
-        reason = (reason + "; " if reason else "") + guard.broken + ": tampering in the kernel was not checked"
-    if written.left_out:
-        reason = (reason + "; " if reason else "") + "files it wrote not kept: " + ", ".join(written.left_out[:5])
-    return Result(task.id, nbformat.writes(nb), status, reason, seconds=time.perf_counter() - t0,
-                  worker=socket.gethostname(), tampering=guard.evidence if guard else [], written=written.files,
-                  removed=written.removed, isolation=level.name if task.sandbox else NONE.name,
-                  probes=guard.probes if guard else [], times=times,
-                  cache_hits=cache_hits[0] if cache_hits else None)
+    def result(self) -> Result:
+        reason, guard = self.reason, self.guard
+        if guard and guard.broken:  # graded all the same, but the grader says what it could not check
+            reason = texts.joined(reason, texts.reason_unchecked(guard.broken))
+        if self.written.left_out:
+            reason = texts.joined(reason, texts.reason_files_not_kept(self.written.left_out))
+        return Result(self.task.id, nbformat.writes(self.nb), self.status, reason, seconds=time.perf_counter() - self.t0,
+                      worker=socket.gethostname(), tampering=guard.evidence if guard else [], written=self.written.files,
+                      removed=self.written.removed, isolation=self.level.name if self.task.sandbox else NONE.name,
+                      probes=guard.probes if guard else [], times=self.times, cache_hits=self.cache_hits)
 
 
 def _raised(nb, ename: str) -> bool:
@@ -198,7 +210,7 @@ class _Guard:
         self.nb = nb
         self.names, self.ignore, self.imports, self.roots = spec.names, spec.ignore, spec.imports, spec.roots
         self.deferred = spec.deferred
-        self.probes: list[dict] = []
+        self.probes: list[Probe] = []
         self.tests = {i: grade_id(c) for i, c in enumerate(nb.cells) if is_test(c)}
         self.evidence: list[str] = []
         self.digest = None
@@ -215,10 +227,10 @@ class _Guard:
         data = integrity.parse_result(text) if ok else None
         self.digest = data.get("digest") if data else None
         if self.digest is None:  # before any student code: a fault of the grader's, not the student's
-            self.broken = "the integrity prelude failed"
+            self.broken = texts.PRELUDE_FAILED
 
-    def _fail(self, cell, ename: str, why: str, i: int) -> None:
-        cell.outputs.append(nbformat.v4.new_output("error", ename=ename, evalue=why, traceback=[f"{ename}: {why}"]))
+    def _fail(self, cell, why: str, i: int) -> None:
+        cell.outputs.append(texts.not_counted(why))
         self.evidence.append(f"cell {i + 1} ({self.tests[i]}): {why}")
 
     def run_test(self, session: Session, i: int):
@@ -231,8 +243,8 @@ class _Guard:
             out = session.run(i)
         finally:
             cell.source = source
-        if out.error_name == HIDDEN_ERROR:
-            self.evidence.append(f"cell {i + 1} ({self.tests[i]}): it raised, but no error was displayed")
+        if out.error_name == texts.HIDDEN_ERROR:
+            self.evidence.append(f"cell {i + 1} ({self.tests[i]}): {texts.RAISED_UNSEEN}")
         if self.broken or out.dead or out.timed_out or session.dead:
             return out
         # Probe after every test, passed or not: tampering is flagged for review even when it did not pay.
@@ -245,17 +257,17 @@ class _Guard:
         if data is not None and data.get("nonce") != nonce:
             data = None
         if data is not None and passed and data.get("ended") != token:
-            self._fail(cell, "NotCounted", "the test reported success without running to its end as written", i)
+            self._fail(cell, texts.ENDED_EARLY, i)
             return out
         if data is None:
-            why = "the grader's integrity probe got no answer after this test"
+            why = texts.NO_PROBE_ANSWER
             if passed:
-                self._fail(cell, "NotCounted", why + "; the pass is not counted", i)
+                self._fail(cell, why + "; the pass is not counted", i)
             else:
                 self.evidence.append(f"cell {i + 1} ({gid}): {why}")
             return out
         if self.deferred:  # judged by the coordinator against the reference run, once that is done
-            self.probes.append({"cell": i, "gid": gid, "passed": passed, "data": data, "digest": self.digest})
+            self.probes.append(Probe(i, gid, passed, data, self.digest))
             return out
         line = integrity.verdict(cell, f"cell {i + 1} ({gid})", passed,
                                  integrity.judge(data, self.digest, expect, self.ignore))
@@ -266,4 +278,4 @@ class _Guard:
 
 def _mark_rest(nb, indices, why: str) -> None:
     for i in indices:
-        nb.cells[i].outputs = [_error_output("NotRun", why)]
+        nb.cells[i].outputs = [texts.not_run(why)]
