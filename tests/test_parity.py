@@ -8,7 +8,16 @@ other. Compared: every grade cell's score and needs-manual-grade flag, each note
 and flag, the comments, the late penalty, and the files in autograded/ (names, and contents of all but
 the executed notebooks). A difference is allowed only where DELIBERATE lists it, and the README's table
 of deliberate differences must name it.
+
+Two tiers. `make test` grades each case with jaxpath only and compares it with nbgrader's result stored in
+tests/golden/parity/<case>.json; the golden names what it was made from (nbgrader's version, the fixtures'
+contents, the case and the set-up code), and a golden that no longer matches fails with the command that
+makes it again (`.venv/bin/python scripts/parity-goldens.py`). `make test-all` also runs stock nbgrader
+live on identical copies, and checks that it still gives what the golden says.
 """
+import hashlib
+import inspect
+import json
 import os
 import shutil
 import subprocess
@@ -27,6 +36,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.grade]
 BIN = Path(sys.executable).parent
 ROOT = Path(__file__).resolve().parent.parent
 FILES = Path(__import__("nbgrader").__file__).parent / "tests" / "apps" / "files"
+GOLDEN = Path(__file__).resolve().parent / "golden" / "parity"
+REGENERATE = ".venv/bin/python scripts/parity-goldens.py"
 DUE = "2015-02-02 14:58:23.948203 America/Los_Angeles"
 EMPTY = object()
 """An empty notebook, as nbgrader's tests' `_empty_notebook` writes it."""
@@ -177,25 +188,91 @@ def _by_student(d: dict) -> dict:
     return out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_grades_nbgraders_own_autograde_cases_as_nbgrader_does(name, tmp_path):
+def _fixture_names(case: Case):
+    for files in (case.source, *case.submitted.values()):
+        for value in files.values():
+            if isinstance(value, str):
+                yield value
+    if case.autotests:
+        yield "autotests.yml"
+
+
+def golden_key(name: str) -> str:
+    """What nbgrader's result for case `name` depends on: nbgrader's version, the fixtures' bytes, the case, the
+    due date and the code that sets the course up."""
     case = CASES[name]
-    base = set_up(case, tmp_path / "course")
-    theirs_root, ours_root = tmp_path / "nbgrader", tmp_path / "jaxpath"
-    shutil.copytree(base, theirs_root)
-    shutil.copytree(base, ours_root)
-    cfg = Config.load(ours_root)
+    h = hashlib.sha256()
+    h.update(__import__("nbgrader").__version__.encode())
+    for fixture in sorted(set(_fixture_names(case))):
+        h.update(fixture.encode() + (FILES / fixture).read_bytes())
+    h.update(repr((name, case, DUE)).replace(repr(EMPTY), "EMPTY").encode())
+    for f in (set_up, _place, nbgrader_autograde, gradebook, autograded_files):
+        h.update(inspect.getsource(f).encode())
+    return h.hexdigest()[:16]
+
+
+def nbgrader_autograde(case: Case, root: Path) -> None:
     for students, timeout in case.runs:
         args = ["autograde", "ps1"] + (["--student", ",".join(students)] if students else [])
-        _nbgrader(theirs_root, *args, *([f"--Execute.timeout={timeout}"] if timeout else []))
+        _nbgrader(root, *args, *([f"--Execute.timeout={timeout}"] if timeout else []))
+
+
+def jaxpath_grade(case: Case, root: Path) -> tuple[dict, dict]:
+    cfg = Config.load(root)
+    for students, timeout in case.runs:
         # jaxpath's per-cell limit is --cell-timeout (not c.Execute.timeout): the same outcome, a margin for the
         # kernel's start on a loaded machine (the fixtures' loops never end, their sleeps last 5 s).
         limits = Limits(cell_timeout=3 if timeout else 60, notebook_timeout=300, memory_mb=2048, pids=256)
         grade(cfg, "ps1", students=students, workers=1, limits=limits, sandbox=sandbox_problem() is None,
               compile_cache=False)
+    return gradebook(cfg.db_url), autograded_files(root)
 
-    theirs, ours = gradebook(f"sqlite:///{theirs_root / 'gradebook.db'}"), gradebook(cfg.db_url)
-    theirs_files, ours_files = autograded_files(theirs_root), autograded_files(ours_root)
+
+def nbgrader_result(case: Case, root: Path) -> tuple[dict, dict]:
+    nbgrader_autograde(case, root)
+    return gradebook(f"sqlite:///{root / 'gradebook.db'}"), autograded_files(root)
+
+
+def _encode(value):
+    if isinstance(value, bytes):
+        try:
+            return {"text": value.decode()}
+        except UnicodeDecodeError:
+            return {"hex": value.hex()}
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _decode(value):
+    if isinstance(value, dict):
+        return value["text"].encode() if "text" in value else bytes.fromhex(value["hex"])
+    return tuple(value) if isinstance(value, list) else value
+
+
+def write_golden(name: str, result: tuple[dict, dict]) -> Path:
+    grades, files = result
+    data = {"case": name, "key": golden_key(name), "nbgrader": __import__("nbgrader").__version__,
+            "gradebook": [[list(k), _encode(v)] for k, v in sorted(grades.items(), key=repr)],
+            "autograded": {k: _encode(v) for k, v in sorted(files.items())}}
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    path = GOLDEN / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    return path
+
+
+def read_golden(name: str) -> tuple[dict, dict]:
+    path = GOLDEN / f"{name}.json"
+    if not path.exists():
+        pytest.fail(f"{path}: no stored nbgrader result for case {name!r}; make it with: {REGENERATE} {name}")
+    data = json.loads(path.read_text())
+    if data["key"] != golden_key(name):
+        pytest.fail(f"{path}: made from another nbgrader, fixture or case (key {data['key']}, now {golden_key(name)}); "
+                    f"make it again with: {REGENERATE} {name}")
+    return ({tuple(k): _decode(v) for k, v in data["gradebook"]},
+            {k: _decode(v) for k, v in data["autograded"].items()})
+
+
+def differences(name: str, theirs_result: tuple[dict, dict], ours_result: tuple[dict, dict]) -> list[str]:
+    (theirs, theirs_files), (ours, ours_files) = theirs_result, ours_result
     assert theirs, "nbgrader graded nothing: the case is not set up as nbgrader's test sets it up"
     problems = []
     for student in sorted({*_by_student(theirs), *_by_student(ours), *_by_student(theirs_files), *_by_student(ours_files)}):
@@ -215,6 +292,31 @@ def test_grades_nbgraders_own_autograde_cases_as_nbgrader_does(name, tmp_path):
             if tf.get(k, "absent") != of.get(k, "absent"):
                 problems.append(f"{name}/{student} autograded/{k}: nbgrader {str(tf.get(k, 'absent'))[:80]}, "
                                 f"jaxpath {str(of.get(k, 'absent'))[:80]}")
+    return problems
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grades_nbgraders_own_autograde_cases_as_nbgrader_did(name, tmp_path):
+    """jaxpath against nbgrader's stored result (the golden), on the course set up as nbgrader's test does."""
+    theirs = read_golden(name)
+    ours = jaxpath_grade(CASES[name], set_up(CASES[name], tmp_path / "jaxpath"))
+    problems = differences(name, theirs, ours)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_grades_nbgraders_own_autograde_cases_as_nbgrader_does(name, tmp_path):
+    """Stock nbgrader live, on an identical copy: it gives what the golden says, and jaxpath gives the same."""
+    case = CASES[name]
+    base = set_up(case, tmp_path / "course")
+    theirs_root, ours_root = tmp_path / "nbgrader", tmp_path / "jaxpath"
+    shutil.copytree(base, theirs_root)
+    shutil.copytree(base, ours_root)
+    theirs = nbgrader_result(case, theirs_root)
+    assert theirs == read_golden(name), (f"stock nbgrader no longer gives what tests/golden/parity/{name}.json "
+                                         f"stores: make it again with {REGENERATE} {name}, and read the diff")
+    problems = differences(name, theirs, jaxpath_grade(case, ours_root))
     assert not problems, "\n".join(problems)
 
 
