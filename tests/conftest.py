@@ -37,6 +37,13 @@ def pytest_xdist_make_scheduler(config, log):
     return ClassUnits(config, log)
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """The tests that run kernels, nbgrader or a browser (marked `slow`) first, the quick ones after them: two
+    workers then finish together instead of one waiting out a long test that started last. (The sort is stable,
+    so a class's tests stay together and in order.)"""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_compile_cache(tmp_path_factory):
     """One compilation cache for every batch graded in this test process (`JAXPATH_COMPILE_CACHE`), as a grader

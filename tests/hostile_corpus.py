@@ -81,8 +81,15 @@ def _with_cell(nb, code: str, before: str = "accumulate-answer"):
     return nb
 
 
-def build(released, correct: dict[str, str], root: str) -> list[Case]:
-    """The corpus. `released` is the released notebook, `correct` the reference answers by grade id."""
+def background_sleep(port: int) -> str:
+    """The argument of the `sleep` that the corpus's probe leaves running in the background: unique to a batch
+    (its listener's port), so that a batch graded beside it on the same host is not mistaken for it."""
+    return f"86400.{port}"
+
+
+def build(released, correct: dict[str, str], root: str, port: int) -> list[Case]:
+    """The corpus. `released` is the released notebook, `correct` the reference answers by grade id, `port` one
+    the grader's host listens on (loopback), which no notebook may reach."""
     ok = _fill(released, correct)
     wrong = _fill(released, {**correct, **WRONG})
     tests = _grade_ids(released)
@@ -219,12 +226,17 @@ def build(released, correct: dict[str, str], root: str) -> list[Case]:
         "          '/root/.ssh', '/root/.bash_history', '/etc/shadow', os.path.expanduser('~/.ssh')]:\n"
         "    if os.path.exists(p): found.append(p)\n"
         "try:\n    socket.create_connection(('1.1.1.1', 80), timeout=2); found.append('network')\nexcept OSError:\n    pass\n"
+        f"try:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2); found.append('loopback')\n"
+        "except OSError:\n    pass\n"
         "for k in os.environ:\n    if 'SECRET' in k or 'TOKEN' in k: found.append(k)\n"
         f"for p in ['{root}/PWNED', '/usr/PWNED', '/etc/PWNED']:\n"
         "    try:\n        open(p, 'w').write('x'); found.append('wrote ' + p)\n    except OSError:\n        pass\n"
+        # a process that outlives its notebook unless the grader ends it (test_hostile looks for it afterwards)
+        f"import subprocess\nsubprocess.Popen(['sleep', '{background_sleep(port)}'], start_new_session=True)\n"
         "assert not found, found\n"
     )
-    H("h_reach_out", "reading source/, the gradebook, other students, the environment; network; writing outside",
+    H("h_reach_out", "reading source/, the gradebook, other students, the environment; network, the host's loopback; "
+      "writing outside; a process left running",
       _with_cell(ok, probe), score="==correct")
     H("h_sys_exit", "sys.exit in an answer cell", _fill(released, {**correct, **WRONG, "brighten-answer":
                                                                    WRONG["brighten-answer"] + "\nimport sys\nsys.exit(0)"}),

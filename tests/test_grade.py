@@ -93,7 +93,10 @@ class TestGradedClass:
     """Everything checked on one graded synthetic class: one unit of work for `make test`'s scheduler
     (tests/conftest.py), so the class is graded once."""
 
+    @pytest.mark.full
     def test_same_scores_as_nbgrader_autograde(self, graded_class):
+        """Stock nbgrader live on the same class (`make test-all`): `make test` holds jaxpath to nbgrader's
+        stored results on nbgrader's own cases (tests/test_parity.py) and to the expected scores here."""
         root, cfg, expected, _ = graded_class
         other_db = f"sqlite:///{root / 'nbgrader-own.db'}"
         stock_autograde(root, "demo", other_db, ("correct", "partly", "stub", "sneaky"))
@@ -316,7 +319,11 @@ ATTACKS = {
 
 
 @needs_sandbox
+@pytest.mark.full
 def test_sandbox_contains_a_hostile_class(tmp_path, monkeypatch):
+    """The sandbox on a small course of its own (the demo chapters, two workers). `make test` checks the same
+    walls on the hostile corpus (tests/test_hostile.py: the probe, the fork bomb, memory, the disk, a process
+    left running, the host's loopback), so this one runs in `make test-all`."""
     root = two_chapter_course(tmp_path / "course")
     synthetic_class(root)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)

@@ -1,5 +1,6 @@
 """Faults of the grader's own world: the disk fills up, another process holds the gradebook, Ctrl-C.
-Each ends with a clear error, nothing corrupted, and a rerun that finishes the job."""
+Each ends with a clear error, nothing corrupted, and a rerun that finishes the job. These are the long fault
+runs (a class graded two or three times each): `make test-all` runs them."""
 import errno
 import os
 import signal
@@ -43,6 +44,7 @@ def _scores(cfg):
     return {(r.student, r.notebook): (r.status, r.score) for r in StatusStore(cfg.db_url).all("demo")}
 
 
+@pytest.mark.full
 def test_disk_full_while_recording(tmp_path, monkeypatch):
     root, cfg = _class(tmp_path)
     calls = {"n": 0}
@@ -81,6 +83,7 @@ def _hold_lock(db: Path, seconds: float) -> subprocess.Popen:
     return p
 
 
+@pytest.mark.full
 def test_locked_gradebook_waits_then_goes_on(tmp_path):
     root, cfg = _class(tmp_path)
     grade(cfg, "demo", students=["correct"], workers=1, limits=LIMITS, sandbox=SANDBOX)  # the gradebook exists
@@ -94,6 +97,7 @@ def test_locked_gradebook_waits_then_goes_on(tmp_path):
     assert _scores(cfg)[("partly", "01_demo")] == ("graded", 3)
 
 
+@pytest.mark.full
 def test_locked_gradebook_gives_a_clear_error_and_loses_nothing(tmp_path):
     root, cfg = _class(tmp_path)
     grade(cfg, "demo", students=["correct"], workers=1, limits=LIMITS, sandbox=SANDBOX)

@@ -8,6 +8,8 @@ import html
 import os
 import re
 import shutil
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -152,7 +154,9 @@ def _grade_corpus(level: str, tmp_path_factory):
     src = nbformat.read(root / "source" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
     rel = nbformat.read(root / "release" / f"{hostile_corpus.CHAPTER}.ipynb", as_version=4)
     correct = {c.metadata.nbgrader["grade_id"]: solution_source(c.source) for c in src.cells if is_answer(c)}
-    cases = hostile_corpus.build(rel, correct, str(root))
+    listener = socket.create_server(("127.0.0.1", 0))  # the host's loopback, which no notebook may reach
+    port = listener.getsockname()[1]
+    cases = hostile_corpus.build(rel, correct, str(root), port)
     if level != "host":
         cases = [c for c in cases if c.kind in CONTAINED]
     for case in cases:
@@ -179,15 +183,19 @@ def _grade_corpus(level: str, tmp_path_factory):
         results = report.results
         level = report.isolation
     after = tree_hash(root)
+    listener.close()
+    left_running = subprocess.run(["pgrep", "-f", f"sleep {hostile_corpus.background_sleep(port)}"],
+                                  capture_output=True, text=True).stdout.split()
     fb = feedback(Config.load(root), hostile_corpus.PART)
     statuses = {(s.student, s.notebook): s for s in results}
     print(f"\ncorpus at {level}: {len(cases)} cases, {len(results)} notebooks graded in {seconds:.1f} s")
     for (student, nb), st in sorted(statuses.items()):
-        print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score}  {st.isolation}  {st.reason[:150]}")
+        print(f"  {student:24s} {nb:28s} {st.status:17s} {st.score}/{st.max_score} {st.seconds or 0:6.1f} s  {st.isolation}  "
+              f"{st.reason[:150]}")
     for st in statuses.values():  # every notebook that ran says the level it ran at
         assert st.isolation in (level, "", None), st
     assert any(st.isolation == level for st in statuses.values())
-    return root, (src, rel), cases, statuses, before, after, fb, level
+    return root, (src, rel), cases, statuses, before, after, left_running, fb, level
 
 
 def _score(statuses, student):
@@ -253,10 +261,11 @@ class TestCorpus:
         assert {c.student for c in tampering} - caught <= {"t_patch_builtins"}, caught
 
     def test_nothing_outside_the_sandbox_changes(self, corpus):
-        root, src, cases, statuses, before, after, fb, level = corpus
+        root, src, cases, statuses, before, after, left_running, fb, level = corpus
         assert before == after, "the course folder (source, release, submitted, config) changed during grading"
         for p in (root / "PWNED", Path("/usr/PWNED"), Path("/etc/PWNED")):
             assert not p.exists(), p
+        assert not left_running, f"processes a notebook started outlived it: {left_running}"
         if SANDBOX:
             nb = nbformat.read(root / f"autograded/h_reach_out/{hostile_corpus.PART}/{hostile_corpus.STEM}.ipynb", as_version=4)
             probe = next(c for c in nb.cells if "found = []" in c.source)
@@ -264,7 +273,7 @@ class TestCorpus:
             assert not errors, [e.get("evalue") for e in errors]
 
     def test_nothing_hidden_reaches_the_student(self, corpus):
-        root, src, cases, statuses, before, after, fb, level = corpus
+        root, src, cases, statuses, before, after, left_running, fb, level = corpus
         secret = hidden_lines(*src)
         assert len(secret) > 20
         pages = list((root / "feedback").rglob("*.html"))
