@@ -282,15 +282,19 @@ class Session:
 
 
 def stamp_text(stamp: dict) -> str:
-    """One line a reader sees: what this notebook ran on."""
+    """The provenance stamp in words, the line a reader sees: the stack, the Python, the devices, the OS and the
+    day of the run (the raw platform string of the metadata, with the build host's kernel, is left out)."""
     if not stamp:
         return "Executed on an unknown stack."
     pkgs = ", ".join(f"{k} {stamp[k]}" for k in ("jax", "jaxlib", "flax", "optax") if k in stamp)
     where = stamp.get("backend", "cpu").upper()
     if stamp.get("devices"):
         where += f" ({stamp['devices']} device{'s' if stamp['devices'] != 1 else ''})"
-    return (f"Executed with {pkgs}, Python {stamp.get('python', '?')}, on {where}, "
-            f"{stamp.get('platform', '?')}, {stamp.get('date', '?')}.")
+    system = str(stamp.get("platform", "")).split("-", 1)[0]
+    os_name = " ".join(x for x in (system, stamp.get("machine", "")) if x) or "an unknown system"
+    date = str(stamp.get("date", ""))
+    when = f"on {date[:10]} at {date[11:16]} UTC" if len(date) >= 16 else "on an unknown date"
+    return f"Executed with {pkgs} and Python {stamp.get('python', '?')} on {where}, {os_name}, {when}."
 
 
 def stamp_notebook(nb: nbformat.NotebookNode, stamp: dict) -> None:

@@ -14,6 +14,7 @@ import nbformat
 from ..appendix import APPENDIX_TAG
 from ..cells import headings as heading_lines
 from ..config import Config
+from ..execute import stamp_text
 from ..manifest import ChapterEntry
 from ..path import chapter_heading, chapter_label
 from ..problems import Problem
@@ -58,20 +59,8 @@ def label_headings(nb: nbformat.NotebookNode, prefix: str) -> dict[str, str]:
     return labels
 
 
-def readable_stamp(stamp: dict) -> str:
-    """The provenance stamp in words: the stack, the Python, the devices, the OS and the day of the run
-    (the raw platform string of the metadata, with its kernel build, is left out)."""
-    if not stamp:
-        return "Executed on an unknown stack."
-    pkgs = ", ".join(f"{k} {stamp[k]}" for k in ("jax", "jaxlib", "flax", "optax") if k in stamp)
-    where = stamp.get("backend", "cpu").upper()
-    if stamp.get("devices"):
-        where += f" ({stamp['devices']} device{'s' if stamp['devices'] != 1 else ''})"
-    system = str(stamp.get("platform", "")).split("-", 1)[0]
-    os_name = " ".join(x for x in (system, stamp.get("machine", "")) if x) or "an unknown system"
-    date = str(stamp.get("date", ""))
-    when = f"on {date[:10]} at {date[11:16]} UTC" if len(date) >= 16 else "on an unknown date"
-    return f"Executed with {pkgs} and Python {stamp.get('python', '?')} on {where}, {os_name}, {when}."
+readable_stamp = stamp_text
+"""The stamp's words on a chapter page: the line its executed notebook's first cell shows (jaxpath.execute)."""
 
 
 @dataclass
