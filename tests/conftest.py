@@ -185,7 +185,10 @@ def pytest_sessionfinish(session, exitstatus):
     import site_factory
 
     site_factory.remove_built_sites()  # this process's own (a worker's, or a run without workers)
-    if hasattr(session.config, "workerinput") or _RUN not in session.config.stash or exitstatus not in (0, 1):
+    if hasattr(session.config, "workerinput"):
+        return
+    site_factory.remove_shared_site()  # the one the run's processes shared, once none of them is left
+    if _RUN not in session.config.stash or exitstatus not in (0, 1):
         return
     since, token, before = session.config.stash[_RUN]
     servers = _servers(token)

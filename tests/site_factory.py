@@ -3,7 +3,10 @@ a JupyterHub and a repository set (so the launch links exist), and what the site
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
+import os
+import pickle
 import shutil
 import tempfile
 import time
@@ -13,6 +16,7 @@ import nbformat
 import pytest
 
 from jaxpath import Config
+from jaxpath.files import write_atomic
 from jaxpath.manifest import load_manifest
 from jaxpath.sample import answers_from_source, submission
 from jaxpath.site import parse_html
@@ -32,9 +36,43 @@ def remove_built_sites() -> None:
         shutil.rmtree(_BUILT.pop(), ignore_errors=True)
 
 
+def _shared_site_dir() -> Path | None:
+    """The one site build of this test run that its test processes share (tests/conftest.py names the run), or
+    None outside a test run."""
+    token = os.environ.get("JAXPATH_TEST_RUN")
+    return Path(tempfile.gettempdir()) / f"jaxpath-site-{token}" if token else None
+
+
+def remove_shared_site() -> None:
+    """Remove the run's shared site build (the controlling process calls it once its workers are gone)."""
+    shared = _shared_site_dir()
+    if shared is not None:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 @functools.cache
 def real_site():
-    """(config, manifest, report) of the real course's site, with report.wall_seconds the build's time."""
+    """(config, manifest, report) of the real course's site, with report.wall_seconds the build's time. Built once
+    per test run: the first test process to ask builds it under a lock on the shared folder while the others
+    wait on that lock, then read the report it saved."""
+    shared = _shared_site_dir()
+    if shared is None:
+        base = Path(tempfile.mkdtemp(prefix="jaxpath-site-"))
+        _BUILT.append(base)  # cached for the whole test process: removed when its session ends
+        atexit.register(shutil.rmtree, base, True)  # (and at exit, for a process that ends some other way)
+        return _build_real_site(base)
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the builder's file closes, however it ends
+        saved = shared / "report.pickle"
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        built = _build_real_site(shared)
+        write_atomic(saved, pickle.dumps(built))
+        return built
+
+
+def _build_real_site(base: Path):
     from jaxpath.site import build_site
 
     config = Config.load(ROOT)
@@ -50,9 +88,6 @@ def real_site():
 
         r = appendix(config, missing)
         assert not r.problems, "jaxpath appendix failed: " + "; ".join(map(str, r.problems))
-    base = Path(tempfile.mkdtemp(prefix="jaxpath-site-"))
-    _BUILT.append(base)  # cached for the whole test process: removed when its session ends
-    atexit.register(shutil.rmtree, base, True)  # (and at exit, for a process that ends some other way)
     t0 = time.perf_counter()
     report = build_site(config, out=base / "site", src=base / "site-src", **HUB)
     report.wall_seconds = time.perf_counter() - t0

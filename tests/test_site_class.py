@@ -27,40 +27,44 @@ def class_site(tmp_path_factory):
     return manifest, report
 
 
-def test_the_class_site_builds_and_shows_no_solutions(class_site):
-    manifest, r = class_site
-    assert r.ok, (r.warnings, [str(p) for p in r.problems])
-    pages = site_pages(r.out)
-    assert not (r.out / "solutions").exists() and not list(r.out.rglob("*-solutions.ipynb"))
-    for page in pages:
-        text = text_of(page).lower()
-        assert "reference solution" not in text and "self-study" not in text, page
-        for href in hrefs(page):
-            assert "solutions/" not in href and "-solutions.ipynb" not in href, (page, href)
-    for c in manifest.written():
-        downloads = {p.name for p in r.out.rglob(f"{c.stem}*.ipynb")}
-        assert downloads == {f"{c.stem}-student.ipynb"}, (c.id, downloads)
+class TestClassSite:
+    """Both tests read one class site: one unit of work for `make test`'s scheduler (tests/conftest.py), so the
+    site is built once, not once per test worker."""
+
+    def test_the_class_site_builds_and_shows_no_solutions(self, class_site):
+        manifest, r = class_site
+        assert r.ok, (r.warnings, [str(p) for p in r.problems])
+        pages = site_pages(r.out)
+        assert not (r.out / "solutions").exists() and not list(r.out.rglob("*-solutions.ipynb"))
+        for page in pages:
+            text = text_of(page).lower()
+            assert "reference solution" not in text and "self-study" not in text, page
+            for href in hrefs(page):
+                assert "solutions/" not in href and "-solutions.ipynb" not in href, (page, href)
+        for c in manifest.written():
+            downloads = {p.name for p in r.out.rglob(f"{c.stem}*.ipynb")}
+            assert downloads == {f"{c.stem}-student.ipynb"}, (c.id, downloads)
 
 
-def test_the_class_launch_pulls_only_the_release_branch(class_site, tmp_path):
-    manifest, r = class_site
-    for c in manifest.written():
-        page = r.out / "release" / f"{c.id}.html"
-        [link] = [v for v in hrefs(page) if v.startswith(HUB["hub_url"])]
-        q = parse_qs(urlsplit(link).query)
-        assert q["branch"] == ["class"] and q["urlpath"] == [f"lab/tree/jax-path/release/{c.id}.ipynb"], q
-    # the branch that link pulls, made from this repository's HEAD as the script makes it: release/ and nothing else
-    clone = tmp_path / "repo"
-    subprocess.run(["git", "clone", "--quiet", "--no-local", str(ROOT), str(clone)], check=True)
-    subprocess.run(["sh", str(ROOT / "scripts/class-branch.sh"), "class"], cwd=clone, check=True, capture_output=True)
-    files = subprocess.run(["git", "ls-tree", "-r", "--name-only", "class"], cwd=clone, check=True,
-                           capture_output=True, text=True).stdout.split()
-    assert files and all(f.startswith("release/") for f in files), [f for f in files if not f.startswith("release/")]
-    assert {f"release/{c.id}.ipynb" for c in manifest.written()} <= set(files)
-    # run again on the same commit: nothing moves
-    again = subprocess.run(["sh", str(ROOT / "scripts/class-branch.sh"), "class"], cwd=clone, check=True,
-                           capture_output=True, text=True).stdout
-    assert "already holds" in again
+    def test_the_class_launch_pulls_only_the_release_branch(self, class_site, tmp_path):
+        manifest, r = class_site
+        for c in manifest.written():
+            page = r.out / "release" / f"{c.id}.html"
+            [link] = [v for v in hrefs(page) if v.startswith(HUB["hub_url"])]
+            q = parse_qs(urlsplit(link).query)
+            assert q["branch"] == ["class"] and q["urlpath"] == [f"lab/tree/jax-path/release/{c.id}.ipynb"], q
+        # the branch that link pulls, made from this repository's HEAD as the script makes it: release/ and nothing else
+        clone = tmp_path / "repo"
+        subprocess.run(["git", "clone", "--quiet", "--no-local", str(ROOT), str(clone)], check=True)
+        subprocess.run(["sh", str(ROOT / "scripts/class-branch.sh"), "class"], cwd=clone, check=True, capture_output=True)
+        files = subprocess.run(["git", "ls-tree", "-r", "--name-only", "class"], cwd=clone, check=True,
+                               capture_output=True, text=True).stdout.split()
+        assert files and all(f.startswith("release/") for f in files), [f for f in files if not f.startswith("release/")]
+        assert {f"release/{c.id}.ipynb" for c in manifest.written()} <= set(files)
+        # run again on the same commit: nothing moves
+        again = subprocess.run(["sh", str(ROOT / "scripts/class-branch.sh"), "class"], cwd=clone, check=True,
+                               capture_output=True, text=True).stdout
+        assert "already holds" in again
 
 
 def test_without_a_class_branch_the_class_site_has_no_launch_button():
