@@ -43,6 +43,9 @@ class Case:
     score: str = "<=wrong"         # "==correct", "<=wrong", "==wrong", "==0", "<correct", "<=correct"
     others: dict = field(default_factory=dict)
     """Other notebooks in the same folder: {name: (statuses, reason words)}."""
+    runaway: bool = False
+    """Runs until the grader stops it at the cell limit (test_hostile grades these in a batch of their own,
+    under a shorter limit: what they show, a limit reached and the kernel stopped, is the same at any limit)."""
     levels: dict = field(default_factory=dict)
     """Where an isolation layer changes the outcome (the README's isolation section says why):
     {layer, e.g. "rlimits": {"statuses": ..., "reason": ...}}."""
@@ -196,10 +199,10 @@ def build(released, correct: dict[str, str], root: str, port: int) -> list[Case]
     # -- hostile: the sandbox and the limits --------------------------------------------------------
     ans = lambda code: _fill(released, {**correct, "brighten-answer": code})  # noqa: E731
     H("h_infinite_loop", "an endless loop", ans("while True:\n    pass"), statuses=("timed out",),
-      reason=("limit",), score="<correct")
+      reason=("limit",), score="<correct", runaway=True)
     H("h_ignores_sigint", "a loop that ignores the interrupt",
       ans("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"),
-      statuses=("timed out",), reason=("ignored the interrupt",), score="<correct")
+      statuses=("timed out",), reason=("ignored the interrupt",), score="<correct", runaway=True)
     H("h_os_exit", "os._exit", ans("import os\nos._exit(3)"), statuses=("crashed",), reason=("kernel died",),
       score="<correct")
     H("h_segfault", "a segmentation fault", ans("import ctypes\nctypes.string_at(0)"), statuses=("crashed",),
@@ -210,13 +213,13 @@ def build(released, correct: dict[str, str], root: str, port: int) -> list[Case]
       statuses=("crashed",), reason=("memory",), score="<correct",
       levels={"rlimits": {"statuses": ("graded",), "reason": ("memory",)}})
     H("h_fork_bomb", "a fork bomb", ans("import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"),
-      statuses=("crashed", "timed out"), score="<correct")
+      statuses=("crashed", "timed out"), score="<correct", runaway=True)
     H("h_fill_disk", "filling the disk", ans("with open('fill', 'wb') as f:\n    while True:\n        f.write(b'0' * 2**20)"),
       statuses=("graded", "crashed"), score="<correct")
     H("h_print_flood", "printing without end", ans("while True:\n    print('spam' * 1000)"),
-      statuses=("timed out",), score="<correct")
+      statuses=("timed out",), score="<correct", runaway=True)
     H("h_sleep", "sleeping past the timeout", ans("import time\ntime.sleep(10_000)"), statuses=("timed out",),
-      score="<correct")
+      score="<correct", runaway=True)
     probe = (
         "import os, socket, sys\n"
         "found = []\n"
