@@ -143,11 +143,14 @@ def _nbgrader_set_up(root: Path, *args: str) -> None:
     the same app and configuration, without a new interpreter's start for each command."""
     from nbgrader.tests import run_nbgrader
 
+    environ = os.environ  # run_nbgrader leaves a plain dict in its place, which no child process would read
     with contextlib.chdir(root):
         try:
             run_nbgrader(list(args), env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
         except AssertionError as e:
             raise AssertionError(f"nbgrader {' '.join(args)} failed in {root}: {e}") from None
+        finally:
+            os.environ = environ
 
 
 def set_up(case: Case, root: Path) -> Path:
