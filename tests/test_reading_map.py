@@ -64,6 +64,14 @@ def map_problems(data: dict, chapters: set[str], headings) -> list[str]:
             if not str(t.get("topic", "")).strip():
                 problems.append(f"{twhere}: no topic name")
             problems += _where_problems(twhere, t, chapters, headings)
+        for k, a in enumerate(r.get("also", []), start=1):
+            awhere = f"{where}, also {k} {a.get('chapter', '(no chapter)')!r}"
+            if a.get("read_only") or not a.get("section"):
+                problems.append(f"{awhere}: a chapter the page is also read with names the section that builds on it")
+            elif a.get("chapter") == r.get("chapter"):
+                problems.append(f"{awhere}: the page's own chapter again")
+            else:
+                problems += _where_problems(awhere, a, chapters, headings)
     return problems
 
 
@@ -84,6 +92,14 @@ def test_every_entry_is_taught_in_a_real_heading_or_read_only_with_a_reason(read
     problems = map_problems(reading_map, course_chapters, headings)
     assert not problems, "\n".join(problems)
     assert len(reading_map["reading"]) >= 48
+
+
+def test_every_chapter_has_an_official_page_to_read_with_it(reading_map, course_chapters):
+    """A chapter page's box lists the official pages to read with it: none is left without one (basics/04 and
+    basics/05 are read with pages assigned elsewhere, through [[reading.also]])."""
+    named = {r.get("chapter") for r in reading_map["reading"]}
+    named |= {t.get("chapter") for r in reading_map["reading"] for t in r.get("topics", []) + r.get("also", [])}
+    assert course_chapters - named == set()
 
 
 def test_the_sharp_bits_lists_each_of_its_topics(reading_map):
@@ -110,6 +126,8 @@ def test_the_checks_catch_parked_entries_missing_headings_and_unknown_chapters()
         {"title": "topics", "chapter": "basics/02_jit", "section": "A heading", "checked": "x",
          "topics": [{"topic": "t ok", "chapter": "basics/02_jit", "section": "A heading"},
                     {"topic": "t parked", "chapter": "basics/02_jit"}]},
+        {"title": "also", "chapter": "basics/02_jit", "section": "A heading", "checked": "x",
+         "also": [{"chapter": "basics/99_none", "section": "A heading"}, {"chapter": "basics/02_jit", "section": "A heading"}]},
     ]}
     joined = "\n".join(map_problems(data, chapters, headings))
     assert "'fine'" not in joined and "'fine read-only'" not in joined and "'t ok'" not in joined
@@ -120,6 +138,8 @@ def test_the_checks_catch_parked_entries_missing_headings_and_unknown_chapters()
     assert "'both': read-only and taught" in joined
     assert "'unchecked': no `checked`" in joined
     assert "'t parked': parked" in joined
+    assert "also 1 'basics/99_none': chapter 'basics/99_none' is not a chapter" in joined
+    assert "also 2 'basics/02_jit': the page's own chapter again" in joined
 
 
 def test_headings_inside_code_fences_are_not_headings():

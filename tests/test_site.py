@@ -182,6 +182,10 @@ def test_reading_map_check_fails_on_unassigned_pages_and_unknown_chapters():
         Reading("101", "Unknown heading", "https://docs.jax.dev/en/latest/101/c.html", "basics/02_jit", "No such heading"),
         Reading("999", "Unknown series", "https://example.org/d.html", "basics/02_jit"),
         Reading("101", "Fine", "https://docs.jax.dev/en/latest/101/e.html", "basics/02_jit"),
+        Reading("101", "Also nowhere", "https://docs.jax.dev/en/latest/101/f.html", "basics/02_jit",
+                also=(("basics/99_nothing", "A heading"), ("basics/02_jit", "A heading"))),
+        Reading("101", "Also no heading", "https://docs.jax.dev/en/latest/101/g.html", "basics/04_vmap",
+                also=(("basics/02_jit", "Nope"),)),
     ]
     problems = [str(p) for p in check_reading_map(manifest, series, readings, {"basics/02_jit": {"A heading"}})]
     joined = "\n".join(problems)
@@ -189,6 +193,9 @@ def test_reading_map_check_fails_on_unassigned_pages_and_unknown_chapters():
     assert "'Unknown chapter': chapter 'basics/99_nothing' is not in course.toml" in joined
     assert "'Unknown heading': basics/02_jit has no heading 'No such heading'" in joined
     assert "'Unknown series': series '999'" in joined and "not a page of https://docs.jax.dev/" in joined
+    assert "'Also nowhere': [[reading.also]] chapter 'basics/99_nothing' is not a written" in joined
+    assert "'Also nowhere': [[reading.also]] chapter 'basics/02_jit'" in joined
+    assert "'Also no heading': [[reading.also]] basics/02_jit has no heading 'Nope'" in joined
     assert not any("'Fine'" in p for p in problems)
     assert all(p.startswith("site-data/reading-map.toml") for p in problems)
 
@@ -376,13 +383,15 @@ def test_chapter_box_links_the_track_and_the_docs_both_ways(real_site, site_out)
         for n in c.carries:
             assert f"../../index.html#track-{n:02d}" in box_refs, f"{c.id}: no link to track {n}"
             assert any(x.startswith(f"release/{c.id}.html") for x in index_refs), f"track {n} does not link {c.id}"
-        mine = [x for x in readings if x.chapter == c.id]
+        mine = [x for x in readings if c.id in dict(x.chapters())]
+        assert mine, f"{c.id}: no official page to read with it"
         for x in mine:
             assert x.url in box_refs, f"{c.id}: the box lacks {x.title}"
             assert any(v.startswith(f"release/{c.id}.html") for v in map_refs)
         if mine:
             assert any(v.startswith("../../reading-map.html#reading-") for v in box_refs), f"{c.id}: no link to the map"
     assert sum(bool(x.section) for x in readings) > 10
+    assert any(x.also for x in readings)
 
 
 def test_landing_page_names_the_four_topics_beyond_the_docs_and_links_their_sections(real_site, site_out):

@@ -27,6 +27,13 @@ class Reading:
     chapter: str
     section: str = ""
     note: str = ""
+    also: tuple[tuple[str, str], ...] = ()
+    """(chapter id, heading) of the other sections the page is worth reading with (`[[reading.also]]`): a page
+    assigned to one chapter that another chapter builds on too (the vmap half of "grad and vmap")."""
+
+    def chapters(self) -> list[tuple[str, str]]:
+        """(chapter id, heading or "") of every place the page is read with: its own chapter first."""
+        return [(self.chapter, self.section), *self.also]
 
 
 @dataclass(frozen=True)
@@ -123,8 +130,9 @@ def load_reading_map(config: Config) -> tuple[list[Series], list[Reading], list[
         if missing:
             problems.append(Problem(READING_MAP, f"[[reading]] number {n} has no {', '.join(missing)}"))
             continue
+        also = tuple((str(a.get("chapter", "")), str(a.get("section", ""))) for a in r.get("also", []))
         readings.append(Reading(str(r["series"]), r["title"], r["url"], r.get("chapter", ""),
-                                r.get("section", ""), r.get("note", "")))
+                                r.get("section", ""), r.get("note", ""), also))
     return series, readings, problems
 
 
@@ -166,4 +174,13 @@ def check_reading_map(manifest: Manifest, series: list[Series], readings: list[R
             problems.append(Problem(READING_MAP, f"{where}: chapter {r.chapter} is planned, not written"))
         elif r.section and headings is not None and r.section not in headings.get(r.chapter, set()):
             problems.append(Problem(READING_MAP, f"{where}: {r.chapter} has no heading {r.section!r}"))
+        for chapter, section in r.also:
+            also = manifest.chapters.get(chapter)
+            if also is None or also.planned or chapter == r.chapter:
+                problems.append(Problem(READING_MAP, f"{where}: [[reading.also]] chapter {chapter!r} is not a written "
+                                                     "chapter of course.toml other than the page's own"))
+            elif not section:
+                problems.append(Problem(READING_MAP, f"{where}: [[reading.also]] {chapter} names no section"))
+            elif headings is not None and section not in headings.get(chapter, set()):
+                problems.append(Problem(READING_MAP, f"{where}: [[reading.also]] {chapter} has no heading {section!r}"))
     return problems

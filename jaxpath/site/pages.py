@@ -150,11 +150,15 @@ def reading_map_page(manifest: Manifest, series: list[Series], readings: list[Re
                 link = section_link(pages, r.chapter, r.section, READING_MAP, [])
                 if link:
                     where += f", {link}"
+            for chapter, section in r.also:
+                if chapter in pages:
+                    link = section_link(pages, chapter, section, READING_MAP, [])
+                    where += f"; also {doc(pages[chapter].docname, pages[chapter].label)}" + (f", {link}" if link else "")
             rows.append({"title": r.title, "url": r.url, "where": where, "note": r.note})
         out_series.append({"title": s.title, "url": s.url, "rows": rows})
     by_chapter = []
     for c in manifest.written():
-        rs = [r for r in readings if r.chapter == c.id]
+        rs = [r for r in readings if c.id in dict(r.chapters())]
         if rs and c.id in pages:
             by_chapter.append({"label": reading_label(c.id), "heading": pages[c.id].title,
                                "link": doc(pages[c.id].docname, c.id), "readings": rs})
@@ -190,10 +194,11 @@ def chapter_box(manifest: Manifest, settings: SiteSettings, page: ChapterPage, r
                for n in page.entry.carries if n in track]
     mine = []
     for r in readings:
-        if r.chapter != page.entry.id:
+        section = dict(r.chapters()).get(page.entry.id)
+        if section is None:
             continue
         # a missing heading is reported once, by the reading map page
-        link = section_link(pages, r.chapter, r.section, READING_MAP, []) if r.section else None
+        link = section_link(pages, page.entry.id, section, READING_MAP, []) if section else None
         mine.append({"title": r.title, "url": r.url, "section_ref": link})
     return {"carries": carries, "readings": mine, "reading_label": reading_label(page.entry.id),
             "launch": settings.launch, "for_class": settings.for_class}
