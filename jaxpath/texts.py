@@ -92,6 +92,11 @@ def reason_memory_error(address_space_mb: int) -> str:
     return f"a cell ran out of memory (MemoryError at the {address_space_mb} MB address-space limit)"
 
 
+def reason_score_refused(cell: int, grade_id: str, value: str, points: float) -> str:
+    return (f"cell {cell} ({grade_id}) ends in {value}, more than its {points:g} points: nbgrader refuses a partial "
+            "credit above a cell's points, so the notebook has no scores (fix the test cell, then grade again)")
+
+
 PRELUDE_FAILED = "the integrity prelude failed"
 
 

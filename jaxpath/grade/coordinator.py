@@ -16,6 +16,7 @@ import nbformat
 from ..cells import grade_id
 from ..config import Config, ensure_venv_on_path
 from ..errors import GradeError
+from .. import texts
 from ..files import write_atomic
 from . import integrity, record
 from .isolation import NONE, host_level
@@ -460,8 +461,17 @@ class Coordinator:
         if result.probes:  # sent before the reference run was done: its probes are judged now
             result.tampering = integrity.settle_probes(nb, result.probes, result.tampering, ref or integrity.Reference())
         resources = self._resources(job)
-        for pp in record_steps(self.nbcfg):
-            nb, resources = pp.preprocess(nb, resources)
+        try:
+            for pp in record_steps(self.nbcfg):
+                nb, resources = pp.preprocess(nb, resources)
+        except ValueError:
+            refused = _refused_score(nb)
+            if refused is None:
+                raise
+            st = self._status(job, GradeStatus.INVALID, refused, *self._scores(job), seconds=result.seconds)
+            st.isolation = result.isolation
+            self.store.put(st)
+            return st
         out_dir = self._autograded_dir(job)
         record.copy_files(job.files, out_dir)
         ts = job.path.parent / "timestamp.txt" if job.path else None
@@ -494,6 +504,25 @@ class Coordinator:
     def settle(self, job: Job) -> Status:
         self.store.put(job.status)
         return job.status
+
+
+def _refused_score(nb) -> str | None:
+    """Why nbgrader's SaveAutoGrades refused the notebook's scores, if it did: a test cell whose value is above its
+    points (nbgrader.utils.determine_grade raises, and stock autograde drops the submission)."""
+    from nbgrader.utils import determine_grade, is_grade
+
+    for n, cell in enumerate(nb.cells, start=1):
+        if not is_grade(cell):
+            continue
+        try:
+            determine_grade(cell)
+        except ValueError:
+            value = next((o.get("data", {}).get("text/plain", "") for o in cell.get("outputs", [])
+                          if o.get("output_type") == "execute_result"), "")
+            value = "".join(value) if isinstance(value, list) else value
+            return texts.reason_score_refused(n, cell.metadata.nbgrader.get("grade_id", "?"), value[:40],
+                                              float(cell.metadata.nbgrader.get("points", 0)))
+    return None
 
 
 def _first_line(e: BaseException) -> str:

@@ -14,7 +14,8 @@ class GradeStatus(StrEnum):
     CRASHED = "crashed"
     """The kernel died (out of memory, killed, would not start)."""
     INVALID = "invalid notebook"
-    """Not a notebook of the assignment, unreadable, or nbgrader could not restore its cells."""
+    """Not a notebook of the assignment, unreadable, nbgrader could not restore its cells, or nbgrader refused its
+    scores (a test cell that ends in more than its points)."""
     TAMPERED = "tampered"
     """The submission changed what grading relies on (tests, checks, the grader's own functions)."""
     MISSING = "missing"
