@@ -13,10 +13,10 @@ from typing import Iterable
 
 import nbformat
 
+from .. import texts
 from ..cells import grade_id
 from ..config import Config, ensure_venv_on_path
 from ..errors import GradeError
-from .. import texts
 from ..files import write_atomic
 from . import integrity, record
 from .isolation import NONE, host_level
