@@ -180,6 +180,33 @@ class TestGradedClass:
         assert [(s.student, s.notebook, s.score) for s in third.results] == [("stub", "01_demo", 5)]
 
 
+def test_a_batch_runs_the_reference_of_the_notebooks_it_grades_only(tmp_path):
+    """A notebook nobody submitted costs the batch nothing (no reference run): the late batch that brings it runs
+    its reference then, and the first notebook's saved one is reused."""
+    root = two_chapter_course(tmp_path / "course")
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
+    submit(root, "early", "demo", "01_demo", submission(rel, answers_from_source(src)))
+    cfg = Config.load(root)
+    store = cfg.build / "grading" / "demo"
+
+    def saved() -> set[str]:
+        return {p.name.rsplit("-", 1)[0] for p in store.glob("*.json")}
+
+    first = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+    assert {(s.notebook, s.status) for s in first.results} == {("01_demo", "graded"), ("02_later", "missing")}
+    assert saved() == {"01_demo"}
+    submit(root, "late", "demo", "02_later", submission(rel, answers_from_source(src)))
+    second = grade(cfg, "demo", workers=1, limits=LIMITS, sandbox=sandbox_problem() is None)
+    assert {(s.student, s.notebook, s.status) for s in second.results} == {
+        ("late", "01_demo", "missing"), ("late", "02_later", "graded")}
+    assert saved() == {"01_demo", "02_later"}
+    assert all(s.score == 5 for s in second.results if s.status == "graded")
+
+
 BLOCKER = "zz_blocking"
 
 

@@ -117,7 +117,10 @@ class Batch:
             os.chmod(self.cache, 0o755)  # mounted into the sandboxes from the first task on
         cores = _cores()
         self.gate = ReferenceGate(cores, None if self.scheduler else workers)
-        self.refs = self.gate.refs = coord.reference_runs({job.notebook for job in todo}, workers=cores,
+        # Only the notebooks this batch will run: a notebook nobody submitted (missing for every student) costs
+        # nothing; a later batch that brings it runs its reference then.
+        submitted = {job.notebook for job in todo if job.path is not None}
+        self.refs = self.gate.refs = coord.reference_runs(submitted, workers=cores,
                                                           on_done=lambda: self.gate.events.put(None))
 
     def prepare(self, todo: list[Job]) -> list[Job]:
