@@ -108,13 +108,14 @@ def test_a_list_that_cannot_be_made_leaves_the_kernels_to_make_their_own(tmp_pat
 @pytest.mark.slow
 def test_a_graded_notebook_reads_the_font_list(tmp_path, monkeypatch):
     """Through `jaxpath grade`: the batch makes the list (here in a store of the test's own) and every
-    sandboxed kernel reads it."""
+    sandboxed kernel reads it; a figure the notebook draws comes back as its image."""
     from course_factory import good_cells, make_course
 
     from jaxpath.sample import answers_from_source, submission, submit
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     cells = good_cells()
+    cells.append(nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()"))
     cells.append(nbformat.v4.new_code_cell(PROBE))
     root = make_course(tmp_path / "course", cells)
     bin_ = Path(sys.executable).parent
@@ -130,3 +131,6 @@ def test_a_graded_notebook_reads_the_font_list(tmp_path, monkeypatch):
         nb = nbformat.read(root / f"autograded/{student}/demo/01_demo.ipynb", as_version=4)
         got = json.loads(nb.cells[-1].outputs[-1]["text"].strip().splitlines()[-1])
         assert "generated new fontManager" not in got["messages"] and got["changed"] == [], got
+        # the student's figure is an image output, as under nbgrader's kernels, so the feedback page shows it
+        assert [o.output_type for o in nb.cells[-2].outputs] == ["display_data"], nb.cells[-2].outputs
+        assert "image/png" in nb.cells[-2].outputs[0]["data"]

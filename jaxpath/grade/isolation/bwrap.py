@@ -91,8 +91,11 @@ def bwrap_command(workdir: Path, sockdir: Path, uid: int, limits, env: dict[str,
 def sandbox_env(extra: dict[str, str] | None = None, *, level) -> dict[str, str]:
     bindir = str(Path(sys.executable).parent)
     # Tools' caches and settings (matplotlib's font list, XDG folders) go to /tmp, not into the work folder,
-    # whose new files come back to autograded/ as the notebook's own.
-    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8", "MPLBACKEND": "Agg",
+    # whose new files come back to autograded/ as the notebook's own. matplotlib draws with the inline backend,
+    # as an IPython kernel under nbgrader does: a student's figure is an image output of its cell, which the
+    # feedback page shows (under Agg, plt.show() showed nothing). It needs no display.
+    env = {"PATH": f"{bindir}:/usr/bin:/bin", "HOME": WORKDIR, "LANG": "C.UTF-8",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline",
            "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "JAX_PLATFORMS": "cpu",
            "OMP_NUM_THREADS": "1", "MPLCONFIGDIR": MPLCONFIGDIR, "XDG_CACHE_HOME": "/tmp/.cache",
            "XDG_CONFIG_HOME": "/tmp/.config", "XDG_DATA_HOME": "/tmp/.local/share"}
