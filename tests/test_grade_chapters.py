@@ -1,6 +1,11 @@
 """Every real chapter's reference solutions, graded the way a class is: each must come out *graded* with
 full marks. This is where a false alarm of the grader's integrity checks (something a chapter's own code
-changes that the checks took for tampering) or a sandbox limit too tight for a chapter would show."""
+changes that the checks took for tampering) or a sandbox limit too tight for a chapter would show.
+
+In the same class, a student who hands every chapter back as released: every notebook of both students gets its
+feedback page, and no page shows a line of a hidden test that no released cell shows."""
+import html
+import re
 import shutil
 from pathlib import Path
 
@@ -9,6 +14,7 @@ import pytest
 
 from jaxpath import Config
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
+from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.sample import answers_from_source, submission, submit
 
@@ -34,9 +40,41 @@ def test_reference_solutions_grade_clean(part, tmp_path):
         src = nbformat.read(dest / "source" / part / f"{stem}.ipynb", as_version=4)
         rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)
         submit(dest, "reference", part, stem, submission(rel, answers_from_source(src)))
-    report = grade(Config.load(dest), part, workers=2, limits=Limits(cell_timeout=180, notebook_timeout=900),
+        submit(dest, "as_released", part, stem, rel)
+    config = Config.load(dest)
+    report = grade(config, part, workers=2, limits=Limits(cell_timeout=180, notebook_timeout=900),
                    sandbox=sandbox_problem() is None)
-    got = {s.notebook: (s.status, s.score, s.max_score, s.reason) for s in report.results}
+    got = {s.notebook: (s.status, s.score, s.max_score, s.reason) for s in report.results if s.student == "reference"}
     assert sorted(got) == chapters
     bad = {nb: v for nb, v in got.items() if v[0] != "graded" or v[1] != v[2] or not v[2]}
     assert not bad, bad
+    untouched = {s.notebook: (s.status, s.score) for s in report.results if s.student == "as_released"}
+    assert sorted(untouched) == chapters and all(score == 0 for _, score in untouched.values()), untouched
+
+    pages = feedback(config, part)
+    assert not pages.problems, pages.problems
+    written = {(p.parent.parent.name, p.stem) for p in pages.written}
+    assert written == {(student, stem) for student in ("reference", "as_released") for stem in chapters}
+    for stem in chapters:  # read from the source, not from jaxpath.feedback: nothing secret on any page
+        src = nbformat.read(dest / "source" / part / f"{stem}.ipynb", as_version=4)
+        rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)
+        secret = secret_lines(src, rel)
+        assert secret, f"{stem}: no hidden-test line is secret: the check would pass whatever the pages show"
+        for student in ("reference", "as_released"):
+            page = (dest / "feedback" / student / part / f"{stem}.html").read_text(encoding="utf-8")
+            text = html.unescape(re.sub(r"<[^>]+>", "", page))
+            shown = [line for line in secret if line in text]
+            assert not shown, f"{student}/{stem}: the page shows hidden-test lines {shown[:3]}"
+
+
+def secret_lines(source_nb, released_nb) -> set[str]:
+    """Lines of hidden tests (12 characters or more, stripped) that no line of the released notebook contains."""
+    lines, inside = set(), False
+    for c in source_nb.cells:
+        for line in c.source.split("\n"):
+            if "BEGIN HIDDEN TESTS" in line or "END HIDDEN TESTS" in line:
+                inside = "BEGIN" in line
+            elif inside and len(line.strip()) >= 12:
+                lines.add(line.strip())
+    shown = [line for c in released_nb.cells for line in c.source.split("\n")]
+    return {s for s in lines if not any(s in line for line in shown)}
