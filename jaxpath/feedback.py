@@ -26,10 +26,10 @@ import nbformat
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, notebook_secrets, regions, visible_source
+from .cells import BEGIN_HIDDEN, END_HIDDEN, HIDDEN, headings, notebook_secrets, regions, visible_source
 from .config import Config
 from .files import write_atomic
-from .texts import HIDDEN_NOTE, REDACTED, hidden_test_failed
+from .texts import HIDDEN_NOTE, REDACTED, SUMMARY_TITLE, exercise_line, hidden_test_failed, status_words
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_FRAME = r"Cell In\[{n}\], line (\d+)"
@@ -148,6 +148,50 @@ class HideHiddenTests(Preprocessor):
         return nb, resources
 
 
+def _first_failure(cell) -> str:
+    """The first error a graded cell showed, on one line (after hide_hidden_tests: a hidden test's message, not
+    its source)."""
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "error":
+            evalue = (str(out.get("evalue", "")).strip().splitlines() or [""])[0]
+            return f"{out.get('ename', 'Error')}: {evalue}".rstrip(": ")[:300]
+    return ""
+
+
+def summary_cell(nb, score: float | None, max_score: float | None, status=None):
+    """A markdown cell for the top of the page: the notebook's points and grading status in plain words, then one
+    row per graded cell (its exercise, its points, ✓/◐/✗/… and the first failure it showed). Read after GetGrades
+    (each graded cell's score and points) and hide_secrets (no hidden-test source left to quote)."""
+    import html as html_lib
+
+    from .cells import nbgrader_meta
+
+    rows, exercise = [], ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for _, _, text in headings(cell.source):
+                exercise = text
+            continue
+        meta = nbgrader_meta(cell)
+        if not meta.get("grade"):
+            continue
+        points = float(meta.get("points", 0) or 0)
+        got = meta.get("score")
+        mark, words = exercise_line(None if got is None else float(got), points, _first_failure(cell))
+        shown = "" if got is None else f"{float(got):g}"
+        rows.append(f"<tr><td>{html_lib.escape(exercise or meta.get('grade_id', ''))}</td>"
+                    f"<td><code>{html_lib.escape(meta.get('grade_id', ''))}</code></td>"
+                    f"<td>{shown} / {points:g}</td><td>{mark}</td><td>{html_lib.escape(words)}</td></tr>")
+    total = "" if score is None else f" **{score:g} / {max_score:g} points.**"
+    state = "" if status is None else " " + html_lib.escape(status_words(str(status.status), status.reason or ""))
+    body = (f"## {SUMMARY_TITLE}\n\n{total.strip()}{state}\n\n<table class=\"jp-results\">\n"
+            "<tr><th>exercise</th><th>cell</th><th>points</th><th></th><th>what the tests said</th></tr>\n"
+            + "\n".join(rows) + "\n</table>\n")
+    cell = nbformat.v4.new_markdown_cell(body)
+    cell.metadata["jaxpath"] = {"summary": True}
+    return cell
+
+
 def _released(config: Config, part: str, name: str):
     """The notebook as the course released it (release/<part>/<name>.ipynb), or None."""
     try:
@@ -181,7 +225,10 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
     html_cfg.HTMLExporter.extra_template_basedirs = [str(templates)]
     html_cfg.HTMLExporter.extra_template_paths = [str(css)]
     exporter = HTMLExporter(config=html_cfg)
+    from .grade.record import StatusStore
+
     report = FeedbackReport()
+    store = StatusStore(coursedir.db_url)
     auto = root / coursedir.autograded_directory
     for nb_path in sorted(auto.glob(f"*/{part}/*.ipynb")):
         student = nb_path.parent.parent.name
@@ -193,6 +240,9 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
         secret = hide_secrets(nb, _released(config, part, nb_path.stem))
+        status = store.get(part, student, nb_path.stem)
+        nb.cells.insert(0, summary_cell(nb, resources["nbgrader"].get("score"), resources["nbgrader"].get("max_score"),
+                                        status))
         html, _ = exporter.from_notebook_node(nb, resources=resources)
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
         leaks = page_leaks(html, secret)
@@ -203,6 +253,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
             continue
         write_atomic(out, html.encode("utf-8"))
         report.written.append(out)
+    store.dispose()
     for folder in sorted({p.parent for p in report.written}):
         _release_files(coursedir, auto / folder.parent.name / part, folder, part, report)
     return report

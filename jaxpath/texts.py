@@ -133,3 +133,34 @@ REDACTED = "[jaxpath: a line of a hidden test was removed here]"
 
 def hidden_test_failed(message: str) -> str:
     return f"A hidden test failed. {message}"
+
+
+# --- the summary at the top of a feedback page ------------------------------------------------------------
+
+SUMMARY_TITLE = "Your results"
+
+STATUS_WORDS = {
+    "graded": "Every cell ran; the points below are your tests' results.",
+    "timed out": "Grading stopped early: {reason}. The cells after it were not run and score nothing.",
+    "crashed": "Grading stopped early: {reason}. The cells after it were not run and score nothing.",
+    "tampered": "Flagged for your instructor to review: {reason}.",
+    "invalid notebook": "This notebook could not be graded: {reason}.",
+}
+"""A notebook's grading status in plain words (jaxpath.grade.statuses), for the top of its feedback page."""
+
+
+def status_words(status: str, reason: str) -> str:
+    words = STATUS_WORDS.get(status, "Graded: {reason}.")
+    return words.format(reason=reason.rstrip(".") or status)
+
+
+def exercise_line(score: float | None, points: float, failure: str) -> tuple[str, str]:
+    """(mark, words) of one graded cell on the feedback page: ✓ full marks, ◐ part of them, ✗ none (with the
+    first error the cell showed, a hidden test's message included, never its source), … to be graded by hand."""
+    if score is None:
+        return "…", "to be graded by your instructor"
+    if score >= points:
+        return "✓", "every check passed"
+    if score > 0:
+        return "◐", f"{score:g} of {points:g} points" + (f": {failure}" if failure else "")
+    return "✗", failure or "no points"

@@ -1,5 +1,6 @@
 """`jaxpath grade` end to end on a synthetic class: scores, statuses, isolation, resumption, nbgrader parity."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -121,6 +122,37 @@ class TestGradedClass:
         assert "double(3) should be 6" in sneaky  # the visible self-check is there
         partly = (root / "feedback/partly/demo/01_demo.html").read_text()
         assert "square(3) should be 9" in partly  # a visible failure keeps its message
+
+    def test_feedback_pages_open_with_the_results_in_plain_words(self, graded_class):
+        """The summary at the top of each page: points, the grading status in words, one row per graded cell."""
+        import html as html_lib
+
+        from jaxpath.feedback import feedback
+
+        root, cfg, expected, _ = graded_class
+        feedback(cfg, "demo")
+
+        def summary(student: str) -> str:
+            page = (root / f"feedback/{student}/demo/01_demo.html").read_text()
+            text = re.sub(r"\s+", " ", html_lib.unescape(re.sub(r"<[^>]+>", " ", page)))
+            start = text.index("Your results")
+            return text[start:text.index("what the tests said", start) + 2000]
+
+        correct = summary("correct")
+        assert "5 / 5 points. Every cell ran" in correct
+        assert correct.count("every check passed") == 3 and "✗" not in correct.split("Exercise 3")[0]
+        partly = summary("partly")
+        assert "3 / 5 points" in partly
+        assert re.search(r"square-check 0 / 2 ✗ AssertionError: square\(3\) should be 9", partly), partly[:800]
+        sneaky = summary("sneaky")  # a hidden test's message, never its source
+        assert re.search(r"double-check 0 / 2 ✗ AssertionError: negative floats too", sneaky), sneaky[:800]
+        assert "double(-1.5)" not in sneaky
+        looping = summary("looping")
+        assert re.search(r"Grading stopped early: cell \d+ ran past its 5 s limit", looping), looping[:600]
+        assert "halve-check 0 / 1 ✗ NameError: name 'halve' is not defined" in looping  # its answer cell timed out
+        crashing = summary("crashing")
+        assert "Grading stopped early: the kernel died in cell 14" in crashing
+        assert re.search(r"halve-check 0 / 1 ✗ NotRun: not run: the kernel died in cell 14", crashing), crashing[:900]
 
     def test_export_and_report(self, graded_class):
         import csv
