@@ -4,7 +4,8 @@ Prints the wall time of each, round by round (nbgrader then jaxpath, then jaxpat
 2 by default), the ratio of their means, and checks that both gave identical scores cell by cell. A benchmark,
 not a test: these machines are noisy, so compare numbers from one run only.
 
-    .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class cluster] [--workers 2] [--times]
+    .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class "8 x 1 of 7" subsets "1 late"
+                                                cluster] [--workers 2] [--times]
                                                [--rounds 2] [--rootless]
 
 With `--rootless` (as root, where tests/as_user.py can make an ordinary account), each scenario's batch is also
@@ -26,7 +27,9 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import nbformat
 from nbgrader.api import Gradebook
@@ -65,15 +68,34 @@ def own_time(path: Path) -> float:
     return time.perf_counter() - t0
 
 
+BASICS = tuple(f"basics/{p.stem}" for p in sorted((ROOT / "source" / "basics").glob("*.ipynb")))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    students: int
+    chapters: tuple[str, ...]
+    """The chapters the course holds (one part)."""
+    kinds: tuple[str, ...]
+    """The kinds of answers, student by student in turn."""
+    submits: Callable[[int], tuple[str, ...]] | None = None
+    """Student n -> the chapters they handed in (None: every chapter of the course)."""
+
+
 SCENARIOS = {
-    # name: (students, chapters, kinds of answers in turn)
-    "1 cold": (1, SAMPLE_CHAPTERS[:1], ["correct"]),
-    "8 cold": (8, SAMPLE_CHAPTERS[:1], ["correct", "stub"]),
-    "class": (12, SAMPLE_CHAPTERS, ["correct", "partly_wrong", "stub"]),
+    "1 cold": Scenario(1, SAMPLE_CHAPTERS[:1], ("correct",)),
+    "8 cold": Scenario(8, SAMPLE_CHAPTERS[:1], ("correct", "stub")),
+    "class": Scenario(12, SAMPLE_CHAPTERS, ("correct", "partly_wrong", "stub")),
+    "8 x 1 of 7": Scenario(8, BASICS, ("correct", "stub"), lambda n: BASICS[:1]),
+    "subsets": Scenario(7, BASICS, ("correct", "partly_wrong", "stub"), lambda n: (BASICS[n], BASICS[(n + 1) % 7])),
+    "1 late": Scenario(1, BASICS, ("correct",), lambda n: BASICS[2:3]),
 }
 """Each scenario starts from a course never graded (no saved reference run, no compilation cache): 1 cold is one
 submission; 8 cold, eight submissions of one chapter, half correct and half stubs; class, 12 students x 2 chapters
-(the batch the course has measured since the start)."""
+(the batch the course has measured since the start). The last three hold the whole basics part (7 notebooks), of
+which few were handed in: 8 students who each handed in chapter 01 only (an early-term batch); 7 students who each
+handed in two chapters, a different pair each (every notebook, 14 submissions); one late submission of chapter 03
+into a part whose other notebooks were never graded."""
 
 
 ROUNDS_SIDE_BY_SIDE = 2
@@ -81,15 +103,15 @@ ROUNDS_SIDE_BY_SIDE = 2
 drifts by a third within minutes, and one round in one order puts the whole drift into the ratio."""
 
 
-def class_copy(config: Config, dest: Path, students: int, chapters, kinds) -> tuple[str, list[Path]]:
+def class_copy(config: Config, dest: Path, scenario: Scenario) -> tuple[str, list[Path]]:
     """A fresh sample course at `dest` with the scenario's submissions: (assignment, submitted notebooks)."""
     shutil.rmtree(dest, ignore_errors=True)
-    sample = make_sample_class(config, dest, chapters)
+    sample = make_sample_class(config, dest, scenario.chapters)
     shutil.rmtree(dest / "submitted")
     part = sample.part
-    for n in range(students):
-        kind = kinds[n % len(kinds)]
-        for cid in chapters:
+    for n in range(scenario.students):
+        kind = scenario.kinds[n % len(scenario.kinds)]
+        for cid in scenario.submits(n) if scenario.submits else scenario.chapters:
             stem = cid.split("/")[1]
             src = nbformat.read(config.source / f"{cid}.ipynb", as_version=4)
             rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)
@@ -116,7 +138,7 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
     With `rootless`, then jaxpath run by an ordinary account. True when every jaxpath run gave nbgrader's
     scores cell by cell."""
     dest = config.build / "bench-grade" / name.replace(" ", "-")
-    part, notebooks = class_copy(config, dest, *SCENARIOS[name])
+    part, notebooks = class_copy(config, dest, SCENARIOS[name])
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     nb_db = f"sqlite:///{dest / 'nbgrader-bench.db'}"
     subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={nb_db}"],
@@ -146,18 +168,18 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
         expected = got_nb
         t_nb.append(t_n)
         t_jp.append(t_j)
-        print(f"{name:8} {len(notebooks):3} notebooks   round {r + 1}: nbgrader {t_n:6.1f} s   jaxpath {t_j:6.1f} s   "
+        print(f"{name:10} {len(notebooks):3} notebooks   round {r + 1}: nbgrader {t_n:6.1f} s   jaxpath {t_j:6.1f} s   "
               f"{t_n / t_j:5.2f}x   identical scores: {got == got_nb}", flush=True)
         if times:
             print_times(report)
     t_nbgrader, t_jaxpath = sum(t_nb) / rounds, sum(t_jp) / rounds
-    print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
+    print(f"{name:10} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_jaxpath:6.1f} s   "
           f"{t_nbgrader / t_jaxpath:5.2f}x   (means of {rounds} rounds)   at {report.isolation}   identical scores: {same}",
           flush=True)
     if rootless:
         t_user, got, level = grade_rootless(config, name, workers)
         ok = got == expected
-        print(f"{name:8} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_user:6.1f} s   "
+        print(f"{name:10} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_user:6.1f} s   "
               f"{t_nbgrader / t_user:5.2f}x   at {level} (an ordinary account)   identical scores: {ok}   "
               f"{ROOTLESS} / {report.isolation}: {t_user / t_jaxpath:.2f}", flush=True)
         same &= ok
@@ -179,7 +201,7 @@ def grade_rootless(config: Config, name: str, workers: int) -> tuple[float, dict
     os.chmod(base, 0o755)  # the account must reach its course
     try:
         dest = base / "course"
-        part, _ = class_copy(config, dest, *SCENARIOS[name])
+        part, _ = class_copy(config, dest, SCENARIOS[name])
         with as_user.ordinary_user() as user:
             user.give(dest)
             r, data = grade_as.run_as(user, dest, part, ROOTLESS, workers=workers)
@@ -190,7 +212,7 @@ def grade_rootless(config: Config, name: str, workers: int) -> tuple[float, dict
         shutil.rmtree(base, ignore_errors=True)
 
 
-CLUSTER = (6, SAMPLE_CHAPTERS[:1], ["correct", "partly_wrong", "stub"])
+CLUSTER = Scenario(6, SAMPLE_CHAPTERS[:1], ("correct", "partly_wrong", "stub"))
 """The cluster scenario's batch: six submissions of one chapter, graded once per path from a course never graded."""
 ROUNDS = 3
 """Regrades per path in the cluster scenario, interleaved (local, scheduler, then scheduler, local, ...): on a
@@ -209,7 +231,7 @@ def run_cluster(config: Config, workers: int, times: bool) -> bool:
     with contextlib.ExitStack() as stack:
         for path in ("local", "scheduler"):
             dests[path] = dest = config.build / "bench-grade" / f"cluster-{path}"
-            part, notebooks = class_copy(config, dest, *CLUSTER)
+            part, notebooks = class_copy(config, dest, CLUSTER)
             for d in ("jax-cache", "grading"):
                 shutil.rmtree(dest / "build" / d, ignore_errors=True)
         address = stack.enter_context(loopback_cluster(workers, dests["scheduler"]))
