@@ -179,13 +179,17 @@ def summary_cell(nb, score: float | None, max_score: float | None, status=None):
         got = meta.get("score")
         mark, words = exercise_line(None if got is None else float(got), points, _first_failure(cell))
         shown = "" if got is None else f"{float(got):g}"
-        rows.append(f"<tr><td>{html_lib.escape(exercise or meta.get('grade_id', ''))}</td>"
-                    f"<td><code>{html_lib.escape(meta.get('grade_id', ''))}</code></td>"
-                    f"<td>{shown} / {points:g}</td><td>{mark}</td><td>{html_lib.escape(words)}</td></tr>")
+        td = 'style="padding:4px 14px 4px 0;border-bottom:1px solid #ddd;vertical-align:top"'
+        colour = {"✓": "#1a7f37", "◐": "#9a6700", "✗": "#cf222e"}.get(mark, "#57606a")
+        rows.append(f"<tr><td {td}>{html_lib.escape(exercise or meta.get('grade_id', ''))}</td>"
+                    f"<td {td}><code>{html_lib.escape(meta.get('grade_id', ''))}</code></td>"
+                    f"<td {td}>{shown} / {points:g}</td>"
+                    f'<td {td}><b style="color:{colour}">{mark}</b> {html_lib.escape(words)}</td></tr>')
     total = "" if score is None else f" **{score:g} / {max_score:g} points.**"
     state = "" if status is None else " " + html_lib.escape(status_words(str(status.status), status.reason or ""))
+    th = 'style="text-align:left;padding:4px 14px 4px 0;border-bottom:2px solid #999"'
     body = (f"## {SUMMARY_TITLE}\n\n{total.strip()}{state}\n\n<table class=\"jp-results\">\n"
-            "<tr><th>exercise</th><th>cell</th><th>points</th><th></th><th>what the tests said</th></tr>\n"
+            f"<tr><th {th}>exercise</th><th {th}>cell</th><th {th}>points</th><th {th}>what the tests said</th></tr>\n"
             + "\n".join(rows) + "\n</table>\n")
     cell = nbformat.v4.new_markdown_cell(body)
     cell.metadata["jaxpath"] = {"summary": True}

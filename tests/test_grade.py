@@ -154,6 +154,39 @@ class TestGradedClass:
         assert "Grading stopped early: the kernel died in cell 14" in crashing
         assert re.search(r"halve-check 0 / 1 ✗ NotRun: not run: the kernel died in cell 14", crashing), crashing[:900]
 
+    @pytest.mark.browser
+    def test_a_feedback_page_in_chromium_shows_the_results_first(self, graded_class, tmp_path, request):
+        """What a student sees: the results table in the first screen of the page, one row per graded cell, the
+        failing row's message readable; a screenshot kept in build/screenshots/ for a person to look at."""
+        from site_factory import CHROMIUM, CHROMIUM_ARGS, save_screenshot
+
+        from jaxpath.feedback import feedback
+
+        if not CHROMIUM.exists():
+            pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+        from playwright.sync_api import sync_playwright
+
+        root, cfg, _, _ = graded_class
+        feedback(cfg, "demo", students=["partly"])
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                pg = browser.new_page(viewport={"width": 1280, "height": 900})
+                errors = []
+                pg.on("pageerror", lambda e: errors.append(str(e)))
+                pg.goto((root / "feedback/partly/demo/01_demo.html").as_uri())
+                table = pg.locator("table.jp-results")
+                box = table.bounding_box()
+                assert box and box["height"] > 60 and box["y"] + box["height"] < 900, box  # on the first screen
+                rows = [r.inner_text() for r in table.locator("tr").all()]
+                assert len(rows) == 4, rows  # the header and the three graded cells
+                assert "square(3) should be 9" in rows[2] and "✗" in rows[2], rows
+                assert "✓" in rows[1] and "every check passed" in rows[1], rows
+                shot = save_screenshot(pg, tmp_path, request, "feedback-partly-01")
+                assert shot.stat().st_size > 10_000 and not errors, errors
+            finally:
+                browser.close()
+
     def test_export_and_report(self, graded_class):
         import csv
 

@@ -16,6 +16,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
+    from ..feedback import feedback
     from ..grade import sandbox_problem
     from ..report import report
     from ..sample import make_sample_class
@@ -34,4 +35,9 @@ def run(args, config: Config) -> int:
         return rc
     r = report(Config.load(dest), sample.part)
     console.print(f"class report: {r.path}")
-    return 0
+    pages = feedback(Config.load(dest), sample.part)
+    for problem in pages.problems:
+        console.print(f"[yellow]{problem}[/yellow]")
+    if pages.written:
+        console.print(f"feedback pages: {len(pages.written)} in {pages.written[0].parents[2]}, e.g. {pages.written[0]}")
+    return 1 if pages.problems else 0
