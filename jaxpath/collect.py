@@ -26,7 +26,7 @@ from pathlib import Path, PurePosixPath
 from .errors import JaxpathError
 from .files import write_atomic
 
-CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?:_LATE)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.IGNORECASE)
+CANVAS = re.compile(r"^(?P<name>[a-z0-9]+?)(?P<late>_LATE)?_(?P<uid>\d+)_(?P<sid>\d+)_(?P<file>.+)$", re.IGNORECASE)
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<uid>\d+)_assign(?:submission|feedback)_[a-z]+_?$", re.IGNORECASE)
 RESUBMIT = re.compile(r"^(?P<stem>.+?)-\d+$")
 MAX_FILE = 100 * 1024 * 1024
@@ -55,6 +55,12 @@ class CollectReport:
     """(zip entry, why) for every file that was not placed."""
     duplicates: list[Duplicate] = field(default_factory=list)
     """Students with several files for one name: the newest was placed, the others are also in `unplaced`."""
+    zone: str = "UTC"
+    """The time zone the zip's times were read in (a zip stores local time without a zone)."""
+    lms_late: list[str] = field(default_factory=list)
+    """Students whose placed submission Canvas marked late (`_LATE` in its name)."""
+    disagree: list[str] = field(default_factory=list)
+    """Where Canvas's late marker and the time stamp against the due date disagree (a wrong --zone?)."""
 
 
 @dataclass
@@ -161,12 +167,24 @@ def _read_all(zip_path: Path) -> tuple[list[zipfile.ZipInfo], dict[str, bytes]]:
 
 
 def collect(zip_path: Path, part: str, roster: Path, course_root: Path, *, submitted_dir: str = "submitted",
-            source_dir: str = "source", release_dir: str = "release") -> CollectReport:
+            source_dir: str = "source", release_dir: str = "release", zone: str = "UTC",
+            due: dt.datetime | None = None) -> CollectReport:
     """Place the notebooks (and other files) of an LMS zip into submitted/<student>/<part>/.
 
-    Raises CollectError, having written nothing, when the zip or the roster cannot be read."""
+    `zone` (an IANA name, e.g. "America/New_York") is the time zone of the zip's times: a zip keeps the local
+    time of the machine that wrote it, without a zone, and each student's timestamp.txt is written in UTC from it.
+    `due` (UTC, naive, as nbgrader's gradebook keeps it) lets Canvas's own `_LATE` marker be compared with it.
+
+    Raises CollectError, having written nothing, when the zip or the roster cannot be read or the zone is unknown."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     zip_path, course_root = Path(zip_path), Path(course_root)
-    report = CollectReport()
+    try:
+        tz = ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CollectError(f"unknown time zone {zone!r} (an IANA name such as UTC or Europe/Berlin); nothing "
+                           "was placed") from None
+    report = CollectReport(zone=zone)
     who = read_roster(Path(roster))
     known = {p.stem for d in (course_root / source_dir / part, course_root / release_dir / part) if d.is_dir()
              for p in d.glob("*.ipynb")}
@@ -194,7 +212,8 @@ def collect(zip_path: Path, part: str, roster: Path, course_root: Path, *, submi
             original = f"{nb}.ipynb"
         elif original == "timestamp.txt":
             continue  # written from the zip's times below
-        offers.setdefault((student, original), []).append((info, dt.datetime(*info.date_time)))
+        when = dt.datetime(*info.date_time, tzinfo=tz).astimezone(dt.timezone.utc).replace(tzinfo=None)
+        offers.setdefault((student, original), []).append((info, when))
 
     plan: list[tuple[str, Path, bytes]] = []
     students_times: dict[str, dt.datetime] = {}
@@ -210,11 +229,19 @@ def collect(zip_path: Path, part: str, roster: Path, course_root: Path, *, submi
                                                        f"({when:%Y-%m-%d %H:%M})"))
         plan.append((student, course_root / submitted_dir / student / part / fname, data[info.filename]))
         students_times[student] = max(when, students_times.get(student, when))
+        m = CANVAS.match(PurePosixPath(info.filename).name)
+        if m and m.group("late") and fname.endswith(".ipynb") and student not in report.lms_late:
+            report.lms_late.append(student)
     for student, dest, content in plan:
         write_atomic(dest, content)
         report.placed.append((student, str(dest.relative_to(course_root / submitted_dir))))
     for student, when in students_times.items():
-        # nbgrader's timestamp format; the zip keeps local time without a zone: say UTC explicitly
+        # nbgrader's timestamp format, in UTC (converted from the zip's local times in `zone`)
         write_atomic(course_root / submitted_dir / student / part / "timestamp.txt",
                      when.strftime("%Y-%m-%d %H:%M:%S.%f UTC").encode())
+        if due is not None and (student in report.lms_late) != (when > due):
+            report.disagree.append(
+                f"{student}: Canvas marks the submission {'late' if student in report.lms_late else 'on time'}, "
+                f"but its time {when:%Y-%m-%d %H:%M} UTC (read in {zone}) is "
+                f"{'after' if when > due else 'before'} the due date {due:%Y-%m-%d %H:%M} UTC")
     return report

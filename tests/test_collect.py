@@ -149,3 +149,40 @@ def test_collect_roster_without_student_id(tmp_path):
     with pytest.raises(CollectError, match=r"roster.csv: the roster needs a `student_id` column"):
         collect(z, "demo", root / "roster.csv", root)
     assert not (root / "submitted").exists()
+
+
+def test_collect_reads_the_zips_times_in_the_stated_zone_and_keeps_canvass_late_marker(tmp_path, capsys):
+    """A zip keeps local time without a zone: read in --zone, written in UTC; Canvas's `_LATE` is reported, and
+    one that disagrees with the time against the due date says to check the zone."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = make_course(tmp_path / "c")
+    (root / "roster.csv").write_text(ROSTER)
+    bin_ = Path(sys.executable).parent
+    subprocess.run([bin_ / "nbgrader", "db", "assignment", "add", "demo", "--duedate", "2026-05-01 12:00:00 UTC"],
+                   cwd=root, check=True, capture_output=True, env={**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}"})
+    z = _zip(tmp_path / "subs.zip", [
+        ("lovelaceada_1001_555_01_demo.ipynb", "{ada}", (2026, 5, 1, 9, 0, 0)),        # 13:00 UTC: late
+        ("bob_LATE_1002_556_01_demo.ipynb", "{bo}", (2026, 5, 1, 8, 30, 0)),           # 12:30 UTC: late
+        ("cyyoung_LATE_1003_557_01_demo.ipynb", "{cy}", (2026, 5, 1, 7, 0, 0)),        # 11:00 UTC: on time
+    ])
+    rc = main(["--root", str(root), "collect", str(z), "demo", "--roster", str(root / "roster.csv"),
+               "--zone", "America/New_York"])
+    out = " ".join(capsys.readouterr().out.split())
+    sub = root / "submitted"
+    assert (sub / "ada/demo/timestamp.txt").read_text() == "2026-05-01 13:00:00.000000 UTC"  # EDT is UTC-4
+    assert (sub / "bo/demo/timestamp.txt").read_text() == "2026-05-01 12:30:00.000000 UTC"
+    assert "times read in America/New_York, time stamps written in UTC" in out
+    assert "Canvas marks 2 submission(s) late: bo, cy" in out
+    assert "check --zone ada: Canvas marks the submission on time, but its time 2026-05-01 13:00 UTC" in out
+    assert "check --zone cy: Canvas marks the submission late, but its time 2026-05-01 11:00 UTC" in out
+    assert "bo:" not in out.split("late: bo, cy")[1]  # marker and time agree: nothing to check
+    assert rc == 1
+    # the same zip read as UTC: every time four hours earlier
+    r = collect(z, "demo", root / "roster.csv", root, zone="UTC")
+    assert (sub / "ada/demo/timestamp.txt").read_text() == "2026-05-01 09:00:00.000000 UTC" and r.zone == "UTC"
+    with pytest.raises(CollectError, match="unknown time zone 'Mars/Olympus'"):
+        collect(z, "demo", root / "roster.csv", root, zone="Mars/Olympus")
