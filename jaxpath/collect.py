@@ -176,14 +176,8 @@ def collect(zip_path: Path, part: str, roster: Path, course_root: Path, *, submi
     `due` (UTC, naive, as nbgrader's gradebook keeps it) lets Canvas's own `_LATE` marker be compared with it.
 
     Raises CollectError, having written nothing, when the zip or the roster cannot be read or the zone is unknown."""
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
     zip_path, course_root = Path(zip_path), Path(course_root)
-    try:
-        tz = ZoneInfo(zone)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise CollectError(f"unknown time zone {zone!r} (an IANA name such as UTC or Europe/Berlin); nothing "
-                           "was placed") from None
+    tz = _zone(zone)
     report = CollectReport(zone=zone)
     who = read_roster(Path(roster))
     known = {p.stem for d in (course_root / source_dir / part, course_root / release_dir / part) if d.is_dir()
@@ -239,9 +233,24 @@ def collect(zip_path: Path, part: str, roster: Path, course_root: Path, *, submi
         # nbgrader's timestamp format, in UTC (converted from the zip's local times in `zone`)
         write_atomic(course_root / submitted_dir / student / part / "timestamp.txt",
                      when.strftime("%Y-%m-%d %H:%M:%S.%f UTC").encode())
-        if due is not None and (student in report.lms_late) != (when > due):
-            report.disagree.append(
-                f"{student}: Canvas marks the submission {'late' if student in report.lms_late else 'on time'}, "
-                f"but its time {when:%Y-%m-%d %H:%M} UTC (read in {zone}) is "
-                f"{'after' if when > due else 'before'} the due date {due:%Y-%m-%d %H:%M} UTC")
+        _compare_late(report, student, when, due)
     return report
+
+
+def _zone(zone: str):
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise CollectError(f"unknown time zone {zone!r} (an IANA name such as UTC or Europe/Berlin); nothing "
+                           "was placed") from None
+
+
+def _compare_late(report: CollectReport, student: str, when: dt.datetime, due: dt.datetime | None) -> None:
+    """Canvas's late marker against the time stamp and the due date: a disagreement is worth a look."""
+    if due is not None and (student in report.lms_late) != (when > due):
+        report.disagree.append(
+            f"{student}: Canvas marks the submission {'late' if student in report.lms_late else 'on time'}, "
+            f"but its time {when:%Y-%m-%d %H:%M} UTC (read in {report.zone}) is "
+            f"{'after' if when > due else 'before'} the due date {due:%Y-%m-%d %H:%M} UTC")
