@@ -232,7 +232,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
     from .grade.record import StatusStore
 
     report = FeedbackReport()
-    store = StatusStore(coursedir.db_url)
+    store = StatusStore.existing(coursedir.db_url)  # None: graded by stock nbgrader, no statuses to say
     auto = root / coursedir.autograded_directory
     for nb_path in sorted(auto.glob(f"*/{part}/*.ipynb")):
         student = nb_path.parent.parent.name
@@ -244,7 +244,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
                      "metadata": {"name": nb_path.stem, "path": str(nb_path.parent)}}
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
         secret = hide_secrets(nb, _released(config, part, nb_path.stem))
-        status = store.get(part, student, nb_path.stem)
+        status = store.get(part, student, nb_path.stem) if store is not None else None
         nb.cells.insert(0, summary_cell(nb, resources["nbgrader"].get("score"), resources["nbgrader"].get("max_score"),
                                         status))
         html, _ = exporter.from_notebook_node(nb, resources=resources)
@@ -257,7 +257,8 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
             continue
         write_atomic(out, html.encode("utf-8"))
         report.written.append(out)
-    store.dispose()
+    if store is not None:
+        store.dispose()
     for folder in sorted({p.parent for p in report.written}):
         _release_files(coursedir, auto / folder.parent.name / part, folder, part, report)
     return report

@@ -31,3 +31,21 @@ def test_without_the_release_every_hidden_line_stays_secret():
     secret = hide_secrets(graded)
     assert "atol=1e-5)" in secret
     assert page_leaks("<pre>assert close(3.0, 3.0, rtol=0.5)</pre>", secret) == ["assert close(3.0, 3.0, rtol=0.5)"]
+
+
+def test_a_gradebook_only_stock_nbgrader_graded_gets_no_status_table(tmp_path):
+    """`jaxpath feedback` on a course stock nbgrader graded reads no statuses and adds no table to its gradebook."""
+    import sqlalchemy as sa
+
+    from jaxpath.grade.record import StatusStore
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE assignment (id TEXT)"))  # a gradebook of someone else's
+    assert StatusStore.existing(url) is None
+    assert sa.inspect(engine).get_table_names() == ["assignment"]
+    StatusStore(url).dispose()  # a grader's store makes the table ...
+    store = StatusStore.existing(url)  # ... which a reader then finds
+    assert store is not None and store.all("demo") == []
+    store.dispose()

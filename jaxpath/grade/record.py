@@ -77,6 +77,18 @@ class StatusStore:
                 with self.engine.begin() as c:
                     c.execute(sa.text(f"ALTER TABLE {status_table.name} ADD COLUMN {name} {sql_type}"))
 
+    @classmethod
+    def existing(cls, db_url: str) -> "StatusStore | None":
+        """The store of a gradebook jaxpath has graded into, or None (one only stock nbgrader graded): a reader
+        such as `jaxpath feedback` then adds no table to it."""
+        engine = sa.create_engine(db_url)
+        try:
+            if not sa.inspect(engine).has_table(status_table.name):
+                return None
+        finally:
+            engine.dispose()
+        return cls(db_url)
+
     def get(self, assignment: str, student: str, notebook: str) -> Status | None:
         t = status_table
         with self.engine.connect() as c:
