@@ -49,3 +49,19 @@ def test_a_gradebook_only_stock_nbgrader_graded_gets_no_status_table(tmp_path):
     store = StatusStore.existing(url)  # ... which a reader then finds
     assert store is not None and store.all("demo") == []
     store.dispose()
+
+
+def test_two_graders_remembering_the_same_points_at_once_both_go_on(tmp_path, monkeypatch):
+    """The race of two batches sharing a gradebook: each read the remembered points before the other wrote them,
+    then both insert the same rows. The second must skip them, not fail (PostgreSQL raised a unique violation)."""
+    from jaxpath.grade.record import StatusStore
+
+    store = StatusStore(f"sqlite:///{tmp_path / 'gradebook.db'}")
+    points = {("01_demo", "double-check"): 2.0, ("01_demo", "halve-check"): 1.0}
+    store.remember_points("demo", points)
+    monkeypatch.setattr(store, "released_points", lambda assignment: {})  # read before the other grader wrote
+    store.remember_points("demo", {**points, ("02_later", "double-check"): 2.0})
+    monkeypatch.undo()
+    assert store.released_points("demo") == {("01_demo", "double-check"): {2.0}, ("01_demo", "halve-check"): {1.0},
+                                             ("02_later", "double-check"): {2.0}}
+    store.dispose()

@@ -149,7 +149,10 @@ class TestGradedClass:
         assert "double(-1.5)" not in sneaky
         looping = summary("looping")
         assert re.search(r"Grading stopped early: cell \d+ ran past its 5 s limit", looping), looping[:600]
-        assert "halve-check 0 / 1 ✗ NameError: name 'halve' is not defined" in looping  # its answer cell timed out
+        # its answer cell timed out: the kernel answered the interrupt (the test cell then ran and failed), or on a
+        # loaded machine not within the grader's wait (the kernel was stopped, the cell not run)
+        assert ("halve-check 0 / 1 ✗ NameError: name 'halve' is not defined" in looping
+                or re.search(r"halve-check 0 / 1 ✗ NotRun: not run: cell \d+ never finished", looping)), looping[:900]
         crashing = summary("crashing")
         assert "Grading stopped early: the kernel died in cell 14" in crashing
         assert re.search(r"halve-check 0 / 1 ✗ NotRun: not run: the kernel died in cell 14", crashing), crashing[:900]
