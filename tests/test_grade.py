@@ -36,13 +36,18 @@ def two_chapter_course(root: Path) -> Path:
     return root
 
 
+def generate_assignment(root: Path) -> None:
+    """The release, made the way an instructor makes it (stock nbgrader's command)."""
+    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
+    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
+                   capture_output=True)
+
+
 def synthetic_class(root: Path) -> dict:
     """Six students across two chapters. Returns the expected score per student and chapter."""
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     # The students start from what nbgrader releases: generate it the way an instructor does.
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    generate_assignment(root)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
     ok = answers_from_source(src)
     wrong_square = {**ok, "square-answer": "def square(x):\n    return 2 * x"}
@@ -252,9 +257,7 @@ def test_a_batch_runs_the_reference_of_the_notebooks_it_grades_only(tmp_path):
     """A notebook nobody submitted costs the batch nothing (no reference run): the late batch that brings it runs
     its reference then, and the first notebook's saved one is reused."""
     root = two_chapter_course(tmp_path / "course")
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    generate_assignment(root)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
     submit(root, "early", "demo", "01_demo", submission(rel, answers_from_source(src)))
@@ -377,9 +380,7 @@ def test_an_answer_the_reference_did_not_compile_reads_the_cache_and_writes_noth
     check.source = check.source.replace("# 🧪 Self-check\n", "# 🧪 Self-check\nimport jax, jax.numpy as jnp\n"
                                         "assert float(jax.jit(double)(jnp.float32(3.0))) == 6.0\n")
     nbformat.write(nb, path)
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    generate_assignment(root)
     src = nbformat.read(path, as_version=4)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
     ok = answers_from_source(src)
@@ -539,9 +540,7 @@ def test_nbgrader_execution_is_set_as_nbgrader_sets_it(tmp_path):
         "### BEGIN HIDDEN TESTS\n",
         "### BEGIN HIDDEN TESTS\nimport os\nassert os.environ.get('NBGRADER_EXECUTION') == 'autograde'\n")
     root = make_course(tmp_path / "course", cells)
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    subprocess.run([BIN / "nbgrader", "generate_assignment", "demo", "--force"], cwd=root, env=env, check=True,
-                   capture_output=True)
+    generate_assignment(root)
     rel = nbformat.read(root / "release/demo/01_demo.ipynb", as_version=4)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     submit(root, "correct", "demo", "01_demo", submission(rel, answers_from_source(src)))
