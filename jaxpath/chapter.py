@@ -54,7 +54,10 @@ class Variant:
     why: str
     code: str
     breaks: tuple[str, ...] = ()
-    """The requirements (R-ids) a wrong answer breaks; its failure must name one of them."""
+    """The requirements (R-ids) a wrong answer breaks: exactly the ones its checks fail, so it loses exactly
+    their points."""
+    hint: str = ""
+    """For a wrong answer: what a learner whose answer behaves like this one is told (feedback page)."""
 
     @property
     def label(self) -> str:
@@ -80,6 +83,8 @@ class Exercise:
     """The numbered requirements of the statement ({"R1": text, ...}, in order), from the variants file."""
     left_open: list[str] = field(default_factory=list)
     """What the statement deliberately leaves open: the tests accept every reading of it."""
+    weights: dict[str, float] = field(default_factory=dict)
+    """The points of each requirement ({"R1": 1.0, ...}, `[name.points]`): its test cell's partial credit."""
 
     def of_kind(self, kind: str) -> list[Variant]:
         return [v for v in self.variants if v.kind == kind]
@@ -304,19 +309,9 @@ def _attach_variants(ch: Chapter, path: Path) -> None:
         _attach_requirements(ch, ex, entry)
         for kind in ("wrong", "alternative"):
             for n, v in enumerate(entry.get(kind, []), start=1):
-                if not isinstance(v, dict) or not isinstance(v.get("code"), str):
-                    ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} needs a `code` string"))
-                    continue
-                breaks = v.get("breaks", ())
-                breaks = (breaks,) if isinstance(breaks, str) else tuple(breaks)
-                if kind == "alternative" and breaks:
-                    ch.problems.append(Problem(rel, f"[[{name}.alternative]] number {n} says it breaks "
-                                                    f"{', '.join(breaks)}: an alternative breaks nothing"))
-                unknown_keys = set(v) - {"code", "why", "breaks"}
-                if unknown_keys:
-                    ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} has unknown keys "
-                                                    f"{sorted(unknown_keys)}"))
-                ex.variants.append(Variant(kind, n, str(v.get("why", "")), v["code"], breaks))
+                variant = _variant(ch, name, kind, n, v)
+                if variant is not None:
+                    ex.variants.append(variant)
         for n, v in enumerate(entry.get("equivalent", []), start=1):
             if not (isinstance(v, dict) and isinstance(v.get("id"), str) and str(v.get("why", "")).strip()):
                 ch.problems.append(Problem(rel, f"[[{name}.equivalent]] number {n} needs an `id` (the mutant's, as "
@@ -325,14 +320,44 @@ def _attach_variants(ch: Chapter, path: Path) -> None:
             if v["id"] in by_name[name].equivalent:
                 ch.problems.append(Problem(rel, f"[[{name}.equivalent]] records {v['id']!r} twice"))
             by_name[name].equivalent[v["id"]] = str(v["why"]).strip()
-        unknown = set(entry) - {"wrong", "alternative", "equivalent", "requirements", "left_open"}
+        unknown = set(entry) - {"wrong", "alternative", "equivalent", "requirements", "left_open", "points"}
         if unknown:
             ch.problems.append(Problem(rel, f"[{name}] has unknown keys {sorted(unknown)}"))
+
+
+def _variant(ch: Chapter, name: str, kind: str, n: int, v) -> Variant | None:
+    """One `[[name.wrong]]` or `[[name.alternative]]` entry, or None (with a problem) when it is malformed."""
+    rel = ch.variants_rel
+    if not isinstance(v, dict) or not isinstance(v.get("code"), str):
+        ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} needs a `code` string"))
+        return None
+    breaks = v.get("breaks", ())
+    breaks = (breaks,) if isinstance(breaks, str) else tuple(breaks)
+    if kind == "alternative" and breaks:
+        ch.problems.append(Problem(rel, f"[[{name}.alternative]] number {n} says it breaks "
+                                        f"{', '.join(breaks)}: an alternative breaks nothing"))
+    unknown_keys = set(v) - {"code", "why", "breaks", "hint"}
+    if unknown_keys:
+        ch.problems.append(Problem(rel, f"[[{name}.{kind}]] number {n} has unknown keys "
+                                        f"{sorted(unknown_keys)}"))
+    hint = " ".join(str(v.get("hint", "")).split())
+    if kind == "alternative" and hint:
+        ch.problems.append(Problem(rel, f"[[{name}.alternative]] number {n} has a hint: only a wrong "
+                                        "answer has a mistake to explain"))
+    return Variant(kind, n, str(v.get("why", "")), v["code"], breaks, hint)
 
 
 REQUIREMENT_ID = re.compile(r"^R([1-9][0-9]*)$")
 REQUIREMENT_TAG = re.compile(r"\bR([1-9][0-9]*)\b")
 """How a test's failure message names the requirement it checks: `R3: ...` (the id as a word)."""
+CHECK_BLOCK = re.compile(r"""\bwith\s+check\(\s*["']R([1-9][0-9]*)["']\s*\)""")
+"""How a test cell that scores per requirement opens the block of checks of one: `with check("R3"):`."""
+
+
+def named_requirements(ex: Exercise, line: str) -> list[str]:
+    """The requirements a line of the exercise's tests checks: its `with check("Rn")` blocks when the exercise
+    scores per requirement, else the ids its failure messages name."""
+    return [f"R{m}" for m in (CHECK_BLOCK if ex.weights else REQUIREMENT_TAG).findall(line)]
 
 
 def _attach_requirements(ch: Chapter, ex: Exercise, entry: dict) -> None:
@@ -351,13 +376,47 @@ def _attach_requirements(ch: Chapter, ex: Exercise, entry: dict) -> None:
         ch.problems.append(Problem(rel, f"[{ex.name}] left_open is a list of strings"))
         left = []
     ex.left_open = [" ".join(v.split()) for v in left]
+    points = entry.get("points", {})
+    if not isinstance(points, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                for v in points.values()):
+        ch.problems.append(Problem(rel, f"[{ex.name}.points] is a table of R1 = 1, R2 = 0.5, ..."))
+        return
+    ex.weights = {k: float(v) for k, v in points.items()}
 
 
-def check_requirements(ch: Chapter, required: bool = True) -> list[Problem]:
+WEIGHT_STEP = 0.25
+"""Requirement points are multiples of this: their sums are exact in binary floating point, so a cell's
+partial credit never exceeds its points by a rounding error (nbgrader refuses a score above the points)."""
+
+
+def weight_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
+    """The points of the requirements: one per requirement, positive multiples of WEIGHT_STEP, summing to the
+    points of the exercise's test cell."""
+    if not ex.requirements:
+        return []
+    where = f"[{ex.name}.points] in {ch.variants_rel}"
+    if not ex.weights:
+        return [ch.problem(f"has no points per requirement: add {where} (R1 = 1, ... summing to the "
+                           f"{ex.points:g} points of its test cell)", ex.answer, ex.name)]
+    out = []
+    if list(ex.weights) != list(ex.requirements):
+        out.append(ch.problem(f"{where} lists {', '.join(ex.weights)}; it needs exactly the requirements, in order "
+                              f"({', '.join(ex.requirements)})", ex.answer, ex.name))
+    bad = [r for r, w in ex.weights.items() if w <= 0 or (w / WEIGHT_STEP) != int(w / WEIGHT_STEP)]
+    if bad:
+        out.append(ch.problem(f"{where}: the points of {', '.join(bad)} are not positive multiples of "
+                              f"{WEIGHT_STEP:g}", ex.answer, ex.name))
+    if sum(ex.weights.values()) != ex.points:
+        out.append(ch.problem(f"{where} sum to {sum(ex.weights.values()):g}, but the test cell is worth "
+                              f"{ex.points:g} points", ex.tests[0] if ex.tests else ex.answer, ex.name))
+    return out
+
+
+def check_requirements(ch: Chapter, required: bool = True, points: bool = False) -> list[Problem]:
     """Static checks of every exercise's requirement list: each wrong answer names the requirement(s) it
     breaks, each requirement is broken by at least one wrong answer and named by a check in the tests, and
     the statement shows the list as the variants file states it (`jaxpath requirements`)."""
-    from .requirements import statement_problems
+    from .requirements import statement_problems, test_problems
 
     out = []
     for e in ch.exercises:
@@ -368,7 +427,7 @@ def check_requirements(ch: Chapter, required: bool = True) -> list[Problem]:
                                       e.answer, e.name))
             continue
         tests_src = "\n".join(ch.nb.cells[t].source for t in e.tests)
-        named = {f"R{m}" for m in REQUIREMENT_TAG.findall(tests_src)}
+        named = set(named_requirements(e, tests_src))
         for v in e.of_kind("wrong"):
             if not v.breaks:
                 out.append(ch.problem(f"{v.label} says no requirement it breaks: add `breaks = \"Rn\"` in "
@@ -378,14 +437,24 @@ def check_requirements(ch: Chapter, required: bool = True) -> list[Problem]:
                     out.append(ch.problem(f"{v.label} breaks {r!r}, which is not one of the exercise's requirements "
                                           f"({', '.join(e.requirements)})", e.answer, e.name))
         broken = {r for v in e.of_kind("wrong") for r in v.breaks}
+        alone = {v.breaks[0] for v in e.of_kind("wrong") if len(v.breaks) == 1}
+        if e.weights:
+            for r in e.requirements:
+                if r in broken and r not in alone:
+                    out.append(ch.problem(f"{r} is broken only together with another requirement: add a wrong "
+                                          f"answer to {ch.variants_rel} that breaks {r} alone, so that its points "
+                                          "are proven to be its own", e.answer, e.name))
         for r in e.requirements:
             if r not in broken:
                 out.append(ch.problem(f"{r} ({e.requirements[r]}) is broken by no wrong answer in {ch.variants_rel}: "
                                       "add one that breaks only it, so its check is proven", e.answer, e.name))
             if r not in named:
-                out.append(ch.problem(f"{r} is named by no check in the exercise's tests: a failing check says "
-                                      f"'{r}: ...' in its message", e.tests[0] if e.tests else e.answer, e.name))
+                how = f'`with check("{r}"):`' if e.weights else f"'{r}: ...' in its message"
+                out.append(ch.problem(f"{r} is named by no check in the exercise's tests: a check of it says {how}",
+                                      e.tests[0] if e.tests else e.answer, e.name))
         out += statement_problems(ch, e)
+        out += weight_problems(ch, e) if (e.weights or points) else []
+        out += test_problems(ch, e)
     return out
 
 

@@ -61,6 +61,9 @@ class Config:
     require_requirements: bool = False
     """Whether `jaxpath validate` refuses an exercise without a requirement list (`[name.requirements]`); a
     course turns it on in its manifest (`[validate] require_requirements = true`, as this one does)."""
+    require_points: bool = False
+    """Whether it refuses an exercise whose requirements have no points (`[name.points]`): every test cell then
+    gives partial credit per requirement (`[validate] require_points = true`)."""
 
     @property
     def source(self) -> Path:
@@ -129,7 +132,7 @@ def _manifest_validate(path: Path) -> dict:
 
     table = manifest_table(path, "validate")
 
-    known = {"require_requirements"}
+    known = {"require_requirements", "require_points"}
     bad = sorted(k for k in table if k not in known or not isinstance(table[k], bool))
     if bad:
         raise JaxpathError(f"{path.name} [validate]: {', '.join(bad)}: known keys are {', '.join(sorted(known))} "

@@ -15,7 +15,7 @@ from pathlib import Path
 import nbformat
 
 from .cells import HIDDEN, regions
-from .chapter import REQUIREMENT_TAG, Chapter, Exercise, load_chapter
+from .chapter import Chapter, Exercise, load_chapter, named_requirements
 from .config import Config
 from .files import write_atomic
 from .manifest import load_manifest, notebook_path, variants_path
@@ -27,10 +27,39 @@ END = "<!-- /requirements -->"
 BLOCK = re.compile(r"\n*<!-- requirements\b.*?<!-- /requirements -->\n*", re.DOTALL)
 
 
+HELPER_ID = "requirements-helper"
+"""The grade_id of the locked cell that defines `Requirements` (jaxpath/kernel/requirements.py), placed after
+the chapter's first code cell."""
+CHECK_LINE = re.compile(r"^check = Requirements\(.*\)[ \t]*$", re.MULTILINE)
+SCORE_LINE = "check.score()"
+
+
+def points_words(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
+def constructor(ex: Exercise) -> str:
+    """The first line of the exercise's test cell after its mark: its requirements and their points."""
+    weights = ", ".join(f'"{r}": {w:g}' for r, w in ex.weights.items())
+    return f'check = Requirements("{ex.name}", {{{weights}}})'
+
+
+def helper_source() -> str:
+    from .kernel import source
+
+    return source("requirements").rstrip("\n")
+
+
 def render_block(ex: Exercise) -> str:
     """The statement's requirement list as markdown, between its two markers."""
-    lines = [BEGIN, "", "**Requirements** (the tests check each one and name it when it fails):", ""]
-    lines += [f"- **{rid}** {text}" for rid, text in ex.requirements.items()]
+    if ex.weights:
+        lines = [BEGIN, "", "**Requirements** (the tests check each one on its own, name it when it fails, and "
+                 "give its points when it holds):", ""]
+        lines += [f"- **{rid}** ({points_words(ex.weights.get(rid, 0))}) {text}"
+                  for rid, text in ex.requirements.items()]
+    else:
+        lines = [BEGIN, "", "**Requirements** (the tests check each one and name it when it fails):", ""]
+        lines += [f"- **{rid}** {text}" for rid, text in ex.requirements.items()]
     if ex.left_open:
         lines += ["", "**Left open** (every choice here passes):", ""]
         lines += [f"- {text}" for text in ex.left_open]
@@ -55,9 +84,65 @@ def statement_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
                        f"`jaxpath requirements {ch.id}`", _statement_cell(ch, ex), ex.name)]
 
 
+def render_test(source: str, ex: Exercise) -> str:
+    """The test cell with its `check = Requirements(...)` line after the self-check mark and `check.score()`
+    as its last line."""
+    lines = [ln for ln in source.rstrip().splitlines() if ln.strip() != SCORE_LINE and not CHECK_LINE.match(ln)]
+    at = 1 if lines and lines[0].startswith("#") else 0
+    return "\n".join(lines[:at] + [constructor(ex)] + lines[at:] + [SCORE_LINE])
+
+
+def test_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
+    """A test cell of an exercise with points per requirement creates its `Requirements` as the variants file
+    says and ends in `check.score()`; the chapter has the helper cell, as jaxpath/kernel/requirements.py is."""
+    if not ex.weights:
+        return []
+    out = []
+    for t in ex.tests:
+        if ch.nb.cells[t].source != render_test(ch.nb.cells[t].source, ex):
+            out.append(ch.problem(f"the test cell's `check = Requirements(...)` line or its last line "
+                                  f"`{SCORE_LINE}` differs from [{ex.name}.points] in {ch.variants_rel}: run "
+                                  f"`jaxpath requirements {ch.id}`", t, ex.name))
+    cells = [c for c in ch.nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == HELPER_ID]
+    if len(cells) != 1 or cells[0].source != helper_source():
+        out.append(ch.problem(f"the chapter's `Requirements` helper cell ({HELPER_ID}) is missing or differs from "
+                              f"jaxpath/kernel/requirements.py: run `jaxpath requirements {ch.id}`", ex.answer, ex.name))
+    return out
+
+
+def _helper_cell() -> nbformat.NotebookNode:
+    cell = nbformat.v4.new_code_cell(helper_source())
+    cell.id = HELPER_ID
+    cell.metadata = {"nbgrader": {"grade": False, "grade_id": HELPER_ID, "locked": True, "schema_version": 3,
+                                  "solution": False},
+                     "jupyter": {"source_hidden": True}, "tags": ["hide-input"]}
+    return cell
+
+
+def render_helper(ch: Chapter) -> bool:
+    """Put the helper cell after the chapter's first code cell, or bring its source up to date. True if changed."""
+    at = [i for i, c in enumerate(ch.nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == HELPER_ID]
+    if at:
+        cell = ch.nb.cells[at[0]]
+        if cell.source == helper_source():
+            return False
+        cell.source = helper_source()
+        return True
+    first = next((i for i, c in enumerate(ch.nb.cells) if c.cell_type == "code"), -1)
+    ch.nb.cells.insert(first + 1, _helper_cell())
+    return True
+
+
 def render_statements(ch: Chapter) -> bool:
-    """Write each exercise's requirement list into its statement (replacing the old one). True if changed."""
+    """Write each exercise's requirement list into its statement (replacing the old one), and, for exercises
+    with points per requirement, their test cells' first and last lines and the helper cell. True if changed."""
     changed = False
+    for ex in ch.exercises:
+        for t in ex.tests if ex.weights else ():
+            src = ch.nb.cells[t].source
+            if render_test(src, ex) != src:
+                ch.nb.cells[t].source = render_test(src, ex)
+                changed = True
     for ex in ch.exercises:
         for i in ex.statement:
             cell = ch.nb.cells[i]
@@ -72,6 +157,8 @@ def render_statements(ch: Chapter) -> bool:
         if new != cell.source:
             cell.source = new
             changed = True
+    if any(ex.weights for ex in ch.exercises):
+        changed = render_helper(ch) or changed  # last: inserting the cell moves the indices used above
     return changed
 
 
@@ -85,6 +172,8 @@ class Row:
     """Where the tests name it: 'visible', 'hidden' or 'visible + hidden'."""
     broken_by: list[int]
     """The wrong answers (numbers in the variants file) that break it."""
+    points: float | None = None
+    """Its points (`[name.points]`), None for an exercise scored all or nothing."""
 
 
 def coverage(ch: Chapter) -> list[Row]:
@@ -93,13 +182,13 @@ def coverage(ch: Chapter) -> list[Row]:
         where: dict[str, set[str]] = {}
         for t in ex.tests:
             for _, line, region in regions(ch.nb.cells[t].source):
-                for m in REQUIREMENT_TAG.findall(line):
-                    where.setdefault(f"R{m}", set()).add("hidden" if region == HIDDEN else "visible")
+                for rid in named_requirements(ex, line):
+                    where.setdefault(rid, set()).add("hidden" if region == HIDDEN else "visible")
         for rid, text in ex.requirements.items():
             seen = where.get(rid, set())
             checked = " + ".join(k for k in ("visible", "hidden") if k in seen) or "nowhere"
             broken = [v.number for v in ex.of_kind("wrong") if rid in v.breaks]
-            rows.append(Row(ch.id, ex.name, rid, text, checked, broken))
+            rows.append(Row(ch.id, ex.name, rid, text, checked, broken, ex.weights.get(rid)))
     return rows
 
 
@@ -123,17 +212,19 @@ def render_table(chapters: list[Chapter]) -> str:
     out = [f"requirements: {len(rows)} in {len(listed)} of {len(exercises)} exercises, "
            f"{len(rows) - len(uncovered)} broken by a wrong answer and named by a check", "",
            "Every exercise states its requirements as a numbered list in its statement (kept in `variants/`, "
-           "rendered by `jaxpath requirements`). Each wrong answer in `variants/` names the "
-           "requirement it breaks; `jaxpath validate` proves that the answer fails a check whose message names "
-           "that requirement, that every alternative passes every check and that no requirement goes unbroken. "
+           "rendered by `jaxpath requirements`), each worth the points shown: its test cell gives partial credit "
+           "per requirement. Each wrong answer in `variants/` names the requirements it breaks; `jaxpath "
+           "validate` proves that the answer loses exactly their points, that the reference and every "
+           "alternative score full, that the stub scores 0 and that no requirement goes unbroken. "
            "Generated by `jaxpath requirements`; do not edit by hand (`jaxpath requirements --check` "
            "fails when it is stale).", "",
-           "| chapter | exercise | requirement | checked in | broken by wrong answer |",
-           "|---|---|---|---|---|"]
+           "| chapter | exercise | requirement | points | checked in | broken by wrong answer |",
+           "|---|---|---|---:|---|---|"]
     for r in rows:
         text = r.text.replace("|", "\\|")
         broken = ", ".join(f"#{n}" for n in r.broken_by) or "**none**"
-        out.append(f"| {r.chapter} | `{r.exercise}` | **{r.rid}** {text} | {r.checked} | {broken} |")
+        pts = "all or nothing" if r.points is None else f"{r.points:g}"
+        out.append(f"| {r.chapter} | `{r.exercise}` | **{r.rid}** {text} | {pts} | {r.checked} | {broken} |")
     missing = [f"{cid} `{e.name}`" for cid, e in exercises if not e.requirements]
     if missing:
         out += ["", f"Without a requirement list ({len(missing)}): " + ", ".join(missing) + "."]

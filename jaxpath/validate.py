@@ -62,6 +62,23 @@ class TrialResult:
     tests: list[tuple[int, bool, str]]
     """(test cell index, passed, error summary) for each test cell."""
     visible: list[tuple[int, bool, str]] = field(default_factory=list)
+    scores: list[dict | None] = field(default_factory=list)
+    """For each test cell, what its `check.score()` found (`Requirements.last`), None if it did not get there."""
+
+
+LAST = ("__import__('json').dumps(getattr(globals().get('Requirements'), 'last', None))")
+RESET = "if 'Requirements' in globals(): Requirements.last = None"
+
+
+def last_score(s: Session) -> dict | None:
+    """What the last `check.score()` in the kernel found: {"points", "ran", "failed", "score"}, or None."""
+    import ast
+
+    ok, text = s.evaluate("", LAST)
+    try:
+        return json.loads(ast.literal_eval(text)) if ok and text else None
+    except (ValueError, SyntaxError):
+        return None
 
 
 def _exec_code(source: str, label: str) -> str:
@@ -76,8 +93,10 @@ def _trial(s: Session, ch: Chapter, ex: Exercise, answer: str, label: str, with_
         result = TrialResult("" if out.ok else out.summary, [])
         for t in ex.tests:
             src = ch.nb.cells[t].source
+            s.run_code(RESET)
             out, _ = s.run_code(_exec_code(src, f"<{ex.name}: tests, {label}>"))
             result.tests.append((t, out.ok, out.summary))
+            result.scores.append(last_score(s) if ex.weights else None)
             if with_visible:
                 vis = visible_source(src)
                 if vis != src:
@@ -86,6 +105,33 @@ def _trial(s: Session, ch: Chapter, ex: Exercise, answer: str, label: str, with_
     finally:
         s.run_code(f"{NS} = None; del {NS}")
     return result
+
+
+def _found(score: dict | None) -> str:
+    if score is None:
+        return "the test cell stopped before `check.score()`"
+    failed = score.get("failed", {})
+    return "; ".join(f"{r} failed: {m!r}" for r, m in failed.items()) or "nothing failed"
+
+
+def _points_problems(ch: Chapter, ex: Exercise, r: TrialResult, label: str, breaks: set[str]) -> list[Problem]:
+    """An answer must lose exactly the points of the requirements it breaks (the stub: all of them; the
+    reference and an alternative: none), every requirement's checks having run."""
+    want_score = sum(w for rid, w in ex.weights.items() if rid not in breaks)
+    out = []
+    for t, score in zip(ex.tests, r.scores):
+        score = score if score and score.get("exercise") == ex.name else None
+        failed = set((score or {}).get("failed", {}))
+        ran = set((score or {}).get("ran", []))
+        if score is not None and failed == breaks and ran == set(ex.weights) and score.get("score") == want_score:
+            continue
+        got = "no score" if score is None else f"{score.get('score'):g} of {ex.points:g} points"
+        lost = f"lose exactly {', '.join(sorted(breaks))}" if breaks else "lose nothing"
+        unchecked = sorted(set(ex.weights) - ran)
+        extra = f"; no check ran for {', '.join(unchecked)}" if score is not None and unchecked else ""
+        out.append(ch.problem(f"{label} should {lost} ({want_score:g} of {ex.points:g} points) but gets {got}: "
+                              f"{_found(score)}{extra} ({ch.variants_rel})", t, ex.name))
+    return out
 
 
 def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # noqa: C901
@@ -101,16 +147,22 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # 
         elif vis_passed:
             problems.append(ch.problem("the visible self-check passes on the stub: a learner would see success "
                                        "without writing anything", t, ex.name, f"self-check {gid}"))
+    if ex.weights:
+        problems += _points_problems(ch, ex, r, "the stub", set(ex.weights))
     caught: set[str] = set()
     for v in ex.variants:
         if s.dead:
             break
         r = _trial(s, ch, ex, v.code, v.label)
         where = f"{ch.variants_rel}, {v.label}"
+        if ex.weights:
+            problems += _points_problems(ch, ex, r, v.label, set(v.breaks))
+            if v.kind == "wrong":
+                caught |= {rid for sc in r.scores if sc for rid in sc.get("failed", {})} & set(v.breaks)
         if v.kind == "wrong" and all(p for _, p, _ in r.tests):
             problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
                                        "must catch it", ex.answer, ex.name))
-        elif v.kind == "wrong" and ex.requirements and v.breaks:
+        elif v.kind == "wrong" and ex.requirements and v.breaks and not ex.weights:
             failures = [err for _, passed, err in r.tests if not passed]
             named = {f"R{m}" for err in failures for m in REQUIREMENT_TAG.findall(err)}
             if named & set(v.breaks):
@@ -161,6 +213,9 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -
                     problems.append(ch.problem("the kernel died while checking the stub or a variant", i, answers[i].name))
                     break
             out = s.run(i)
+            if i in tests and tests[i].weights and not s.dead:
+                ref = TrialResult("", [(i, out.ok, out.summary)], scores=[last_score(s)])
+                problems += _points_problems(ch, tests[i], ref, "the reference solution", set())
             intended = INTENDED_ERROR in tags(cell)
             if intended and out.ok:
                 problems.append(ch.problem(f"tagged {INTENDED_ERROR} but raised nothing: the text promises an error "
@@ -240,7 +295,7 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: b
     report.variants = sum(len(e.variants) for e in ch.exercises)
     report.problems += ch.problems
     report.problems += check_exercise_counts(ch, config.min_exercises, config.min_wrong, config.min_alternative)
-    report.problems += check_requirements(ch, config.require_requirements)
+    report.problems += check_requirements(ch, config.require_requirements, config.require_points)
     entry = load_manifest(config).chapters.get(chapter_id)
     titles = {sec.title for sec in ch.sections}
     for heading in (entry.sections if entry else {}):

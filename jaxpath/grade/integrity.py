@@ -17,10 +17,12 @@ error output was printed. The grader decides it from four:
    compares all of them with the record, and checks that the record itself is unchanged.
 4. **The names a test reads mean what they meant in the reference run.** Each global name a test cell
    reads (but does not assign), other than the names the student is asked to define, must have the same
-   fingerprint (module name; a function's module, qualified name and code; a class's name; a value's
-   type) as in the reference solution's run. The names the student defines are those the source's answer
-   cells bind, and any name the reference run leaves undefined where the test runs (a course whose source
-   keeps the answer cell as a stub): only student code can have bound it, so it is the student's.
+   fingerprint (module name; a function's module, qualified name and code; a class's name, and for a class
+   the notebook defines, such as the course's `Requirements` helper, the code of its methods and nested
+   classes; a value's type) as in the reference solution's run. The names the student defines are those
+   the source's answer cells bind, and any name the reference run leaves undefined where the test runs (a
+   course whose source keeps the answer cell as a stub): only student code can have bound it, so it is the
+   student's.
 
 A test cell that passed while any of these fails is not counted (it gets an error output saying why) and
 the notebook is flagged *tampered* for a person to review. Test cells that passed before the tampering
