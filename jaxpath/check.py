@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .chapter import HEADING, INTENDED_ERROR, is_test, nbgrader_meta, read_notebook, tags
 from .execute import Session
+from .requirements import cell_outcomes
 
 
 @dataclass
@@ -19,6 +20,10 @@ class CheckResult:
     passed: bool
     points: float
     message: str = ""
+    requirements: list = field(default_factory=list)
+    """Per requirement, what the self-check printed (jaxpath.requirements.Outcome: ✓, ✗ with its message, or ·
+    for one only the hidden tests check); empty for a check scored all or nothing. The exercise passes only
+    when none failed."""
 
 
 @dataclass
@@ -55,8 +60,11 @@ def check(path: Path, timeout: int = 120, record: bool = False) -> CheckReport:
             out = s.run(i)
             if is_test(cell):
                 meta = nbgrader_meta(cell)
-                report.results.append(CheckResult(meta.get("grade_id", f"cell {i + 1}"), title, out.ok,
-                                                  float(meta.get("points", 0) or 0), "" if out.ok else out.summary))
+                outcomes = cell_outcomes(nb.cells[i])
+                passed = out.ok and not any(o.mark == "✗" for o in outcomes)
+                report.results.append(CheckResult(meta.get("grade_id", f"cell {i + 1}"), title, passed,
+                                                  float(meta.get("points", 0) or 0), "" if out.ok else out.summary,
+                                                  outcomes))
             elif not out.ok and INTENDED_ERROR not in tags(cell):
                 report.errors.append(f"cell {i + 1}: {out.summary}")
             if s.dead:

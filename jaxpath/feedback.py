@@ -158,14 +158,54 @@ def _first_failure(cell) -> str:
     return ""
 
 
-def summary_cell(nb, score: float | None, max_score: float | None, status=None):
-    """A markdown cell for the top of the page: the notebook's points and grading status in plain words, then one
-    row per graded cell (its exercise, its points, ✓/◐/✗/… and the first failure it showed). Read after GetGrades
-    (each graded cell's score and points) and hide_secrets (no hidden-test source left to quote)."""
-    import html as html_lib
+def _inline(text: str):
+    """A requirement's markdown text as safe HTML: escaped, `code` spans kept."""
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+
+
+@dataclass
+class ChapterFacts:
+    """What the course knows of a graded notebook's exercises, for its feedback page: each requirement's text,
+    and the known mistakes (wrong answers with a hint) as validate saw them fail."""
+    requirements: dict[str, dict[str, str]] = field(default_factory=dict)
+    """exercise name -> {requirement id: its text}."""
+    mistakes: dict[str, list] = field(default_factory=dict)
+    """exercise name -> [jaxpath.requirements.Mistake]."""
+
+    @classmethod
+    def load(cls, config: Config, chapter_id: str) -> "ChapterFacts":
+        from .chapter import load_chapter
+        from .manifest import notebook_path, variants_path
+        from .problems import ChapterError
+        from .requirements import known_mistakes
+
+        try:
+            ch = load_chapter(notebook_path(config, chapter_id), chapter_id, config.root,
+                              variants_path(config, chapter_id))
+        except (ChapterError, OSError, ValueError):
+            return cls()
+        return cls({e.name: e.requirements for e in ch.exercises}, known_mistakes(config, chapter_id))
+
+
+def _exercise_name(grade_id: str) -> str:
+    return grade_id.removesuffix("-check")
+
+
+def summary_cell(nb, score: float | None, max_score: float | None, status=None, facts: ChapterFacts | None = None):
+    """A markdown cell for the top of the page (templates/summary.html.j2): the notebook's points and grading
+    status in plain words, then one row per graded cell (its exercise, its points, ✓/◐/✗/… and the first failure
+    it showed); for a cell that scores per requirement, each requirement with ✓/✗ and its message, and the
+    explanation of a known mistake the answer behaves like. Read after GetGrades (each graded cell's score and
+    points) and hide_secrets (no hidden-test source left to quote)."""
+    from markupsafe import Markup
 
     from .cells import nbgrader_meta
+    from .requirements import cell_outcomes
+    from .templates import template
 
+    facts = facts or ChapterFacts()
     rows, exercise = [], ""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
@@ -177,20 +217,26 @@ def summary_cell(nb, score: float | None, max_score: float | None, status=None):
             continue
         points = float(meta.get("points", 0) or 0)
         got = meta.get("score")
-        mark, words = exercise_line(None if got is None else float(got), points, _first_failure(cell))
-        shown = "" if got is None else f"{float(got):g}"
-        td = 'style="padding:4px 14px 4px 0;border-bottom:1px solid #ddd;vertical-align:top"'
-        colour = {"✓": "#1a7f37", "◐": "#9a6700", "✗": "#cf222e"}.get(mark, "#57606a")
-        rows.append(f"<tr><td {td}>{html_lib.escape(exercise or meta.get('grade_id', ''))}</td>"
-                    f"<td {td}><code>{html_lib.escape(meta.get('grade_id', ''))}</code></td>"
-                    f"<td {td}>{shown} / {points:g}</td>"
-                    f'<td {td}><b style="color:{colour}">{mark}</b> {html_lib.escape(words)}</td></tr>')
-    total = "" if score is None else f" **{score:g} / {max_score:g} points.**"
-    state = "" if status is None else " " + html_lib.escape(status_words(str(status.status), status.reason or ""))
-    th = 'style="text-align:left;padding:4px 14px 4px 0;border-bottom:2px solid #999"'
-    body = (f"## {SUMMARY_TITLE}\n\n{total.strip()}{state}\n\n<table class=\"jp-results\">\n"
-            f"<tr><th {th}>exercise</th><th {th}>cell</th><th {th}>points</th><th {th}>what the tests said</th></tr>\n"
-            + "\n".join(rows) + "\n</table>\n")
+        gid = meta.get("grade_id", "")
+        name = _exercise_name(gid)
+        outcomes = cell_outcomes(cell) if cell.cell_type == "code" else []
+        failure = "" if outcomes and got is not None else _first_failure(cell)
+        mark, words = exercise_line(None if got is None else float(got), points, failure)
+        texts = facts.requirements.get(name, {})
+        reqs = [{"rid": o.rid, "mark": o.mark, "points": f"{o.points:g}",
+                 "got": f"{o.points:g}" if o.passed else "0", "text": _inline(texts.get(o.rid, "")),
+                 "message": o.message} for o in outcomes]
+        hint = next((m.hint for m in facts.mistakes.get(name, []) if m.matches(outcomes)), "")
+        rows.append({"exercise": exercise or gid, "grade_id": gid, "shown": "" if got is None else f"{float(got):g}",
+                     "points": f"{points:g}", "mark": mark, "words": words, "requirements": reqs,
+                     "hint": _inline(hint) if hint else ""})
+    body = template("summary.html.j2").render(
+        title=SUMMARY_TITLE, rows=rows,
+        total="" if score is None else f"{score:g} / {max_score:g} points.",
+        state="" if status is None else status_words(str(status.status), status.reason or ""),
+        colours={"✓": "#1a7f37", "◐": "#9a6700", "✗": "#cf222e"},
+        th=Markup('style="text-align:left;padding:4px 14px 4px 0;border-bottom:2px solid #999"'),
+        td=Markup('style="padding:4px 14px 4px 0;border-bottom:1px solid #ddd;vertical-align:top"'))
     cell = nbformat.v4.new_markdown_cell(body)
     cell.metadata["jaxpath"] = {"summary": True}
     return cell
@@ -232,6 +278,7 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
     from .grade.record import StatusStore
 
     report = FeedbackReport()
+    facts: dict[str, ChapterFacts] = {}
     store = StatusStore.existing(coursedir.db_url)  # None: graded by stock nbgrader, no statuses to say
     auto = root / coursedir.autograded_directory
     for nb_path in sorted(auto.glob(f"*/{part}/*.ipynb")):
@@ -245,8 +292,10 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
         nb, resources = GetGrades(config=nbcfg).preprocess(nb, resources)
         secret = hide_secrets(nb, _released(config, part, nb_path.stem))
         status = store.get(part, student, nb_path.stem) if store is not None else None
+        if f"{part}/{nb_path.stem}" not in facts:
+            facts[f"{part}/{nb_path.stem}"] = ChapterFacts.load(config, f"{part}/{nb_path.stem}")
         nb.cells.insert(0, summary_cell(nb, resources["nbgrader"].get("score"), resources["nbgrader"].get("max_score"),
-                                        status))
+                                        status, facts[f"{part}/{nb_path.stem}"]))
         html, _ = exporter.from_notebook_node(nb, resources=resources)
         out = root / coursedir.feedback_directory / student / part / f"{nb_path.stem}.html"
         leaks = page_leaks(html, secret)

@@ -27,11 +27,9 @@ class ClassReport:
 
 def _template():
     """The page (templates/report.html.j2), HTML-escaped by Jinja2."""
-    import jinja2
+    from .templates import template
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("jaxpath", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
-    return env.get_template("report.html.j2")
+    return template("report.html.j2")
 
 
 def _png(fig) -> str:

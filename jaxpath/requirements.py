@@ -254,3 +254,73 @@ def write_requirements(config: Config, *, check: bool = False, chapters: list[st
     if not check and not current:
         write_atomic(table, text)
     return RequirementsResult(stale, table, current)
+
+
+# -- what a test cell that scores per requirement printed, and the known mistakes it may match ----------------
+
+LINE = re.compile(r"^\s*(?P<mark>[✓✗·]) (?P<rid>R[1-9][0-9]*) \((?P<got>[0-9.?]+)/(?P<points>[0-9.]+)\)(?:: (?P<message>.*))?$")
+"""One line of `check.score()` (jaxpath/kernel/requirements.py, `Requirements.lines`)."""
+
+
+@dataclass
+class Outcome:
+    rid: str
+    mark: str
+    """'✓' held, '✗' failed, '·' not checked here (hidden tests only, in a learner's run)."""
+    points: float
+    message: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.mark == "✓"
+
+
+def parse_outcomes(text: str) -> list[Outcome]:
+    """The requirement lines a test cell printed, in order (none for a cell scored all or nothing)."""
+    out = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if m:
+            out.append(Outcome(m["rid"], m["mark"], float(m["points"]), m["message"] or ""))
+    return out
+
+
+def cell_outcomes(cell) -> list[Outcome]:
+    """The requirement lines of an executed test cell's stdout."""
+    text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                   if o.get("output_type") == "stream" and o.get("name") == "stdout")
+    return parse_outcomes(text)
+
+
+@dataclass
+class Mistake:
+    """A known wrong answer of an exercise, as its test cell judged it when `jaxpath validate` ran it."""
+    exercise: str
+    number: int
+    failed: dict[str, str]
+    """Requirement id -> the ✗ message, exactly as the checks printed it for this answer."""
+    hint: str
+
+    def matches(self, outcomes: list[Outcome]) -> bool:
+        """The same requirements failed with the same messages: the checks' inputs (visible and hidden) saw the
+        same behaviour."""
+        got = {o.rid: o.message for o in outcomes if o.mark == "✗"}
+        return bool(got) and got == self.failed
+
+
+def known_mistakes(config: Config, chapter_id: str) -> dict[str, list[Mistake]]:
+    """exercise name -> its wrong answers that have a hint, with the failures validate recorded for them (in
+    build/validated/, written by a successful `jaxpath validate`); {} when the chapter was not validated here."""
+    import json
+
+    from .validate import proof_path
+
+    path = proof_path(config, chapter_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")).get("mistakes", [])
+    except (OSError, ValueError):
+        return {}
+    out: dict[str, list[Mistake]] = {}
+    for m in data:
+        out.setdefault(m["exercise"], []).append(Mistake(m["exercise"], m["number"], m["failed"], m["hint"]))
+    return out

@@ -134,7 +134,7 @@ def _points_problems(ch: Chapter, ex: Exercise, r: TrialResult, label: str, brea
     return out
 
 
-def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # noqa: C901
+def _check_variants(s: Session, ch: Chapter, ex: Exercise, mistakes: list | None = None) -> list[Problem]:  # noqa: C901
     problems = []
     answer_src = ch.nb.cells[ex.answer].source
     stub = stub_source(answer_src)
@@ -159,6 +159,9 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # 
             problems += _points_problems(ch, ex, r, v.label, set(v.breaks))
             if v.kind == "wrong":
                 caught |= {rid for sc in r.scores if sc for rid in sc.get("failed", {})} & set(v.breaks)
+                if v.hint and mistakes is not None and r.scores and r.scores[0]:
+                    mistakes.append({"exercise": ex.name, "number": v.number, "failed": r.scores[0]["failed"],
+                                     "hint": v.hint})
         if v.kind == "wrong" and all(p for _, p, _ in r.tests):
             problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
                                        "must catch it", ex.answer, ex.name))
@@ -191,8 +194,10 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise) -> list[Problem]:  # 
     return problems
 
 
-def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -> tuple[list[Problem], nbformat.NotebookNode]:
-    """Execute a chapter with its variants; return the problems and the executed notebook."""
+def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None,
+                mistakes: list | None = None) -> tuple[list[Problem], nbformat.NotebookNode]:
+    """Execute a chapter with its variants; return the problems and the executed notebook. `mistakes` collects
+    how the tests judged each wrong answer that has a hint (jaxpath.requirements.Mistake)."""
     problems: list[Problem] = []
     nb = copy.deepcopy(ch.nb)
     for cell in nb.cells:
@@ -208,7 +213,7 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None) -
             if cell.cell_type != "code":
                 continue
             if i in answers:
-                problems += _check_variants(s, ch_exec, answers[i])
+                problems += _check_variants(s, ch_exec, answers[i], mistakes)
                 if s.dead:
                     problems.append(ch.problem("the kernel died while checking the stub or a variant", i, answers[i].name))
                     break
@@ -258,13 +263,14 @@ def validation_key(config: Config, chapter_id: str) -> str:
     return h.hexdigest()
 
 
-def _proof_path(config: Config, chapter_id: str) -> Path:
+def proof_path(config: Config, chapter_id: str) -> Path:
+    """Where a successful validation leaves its proof: its key, counts and the known mistakes (with hints)."""
     return config.build / "validated" / f"{chapter_id}.json"
 
 
 def _reuse(config: Config, chapter_id: str) -> ChapterReport | None:
     """The report of an earlier successful validation of exactly this chapter on exactly this stack."""
-    path, executed = _proof_path(config, chapter_id), config.executed / f"{chapter_id}.ipynb"
+    path, executed = proof_path(config, chapter_id), config.executed / f"{chapter_id}.ipynb"
     try:
         proof = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -306,16 +312,18 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: b
         out = config.executed / f"{chapter_id}.ipynb"
         if out.exists():
             out.unlink()  # never leave an executed copy of a previous version next to a failed run
-        problems, _ = run_chapter(ch, config, out)
+        mistakes: list = []
+        problems, _ = run_chapter(ch, config, out, mistakes)
         report.problems += problems
-        proof = _proof_path(config, chapter_id)
+        proof = proof_path(config, chapter_id)
         proof.unlink(missing_ok=True)
         if problems:
             out.unlink(missing_ok=True)
         else:
             report.executed = out
         if not report.problems:
-            write_atomic(proof, json.dumps({"key": key, "exercises": report.exercises, "variants": report.variants}))
+            write_atomic(proof, json.dumps({"key": key, "exercises": report.exercises, "variants": report.variants,
+                                            "mistakes": mistakes}))
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -166,3 +166,109 @@ def test_a_course_that_requires_lists_refuses_an_exercise_without_one(tmp_path):
     manifest.write_text(manifest.read_text().replace("= true", '= "yes"'))
     with pytest.raises(JaxpathError, match=r"\[validate\]: require_requirements"):
         Config.load(root)
+
+
+# -- partial credit per requirement ------------------------------------------------------------------------
+
+BLOCKS = ("# 🧪 Self-check\nwith check('R1'):\n    assert double(3) == 6, 'double(3) should be 6'\n"
+          "### BEGIN HIDDEN TESTS\nwith check('R2'):\n    assert double(-1.5) == -3.0, 'negative floats too'\n"
+          "### END HIDDEN TESTS")
+POINTS = "[double.points]\nR1 = 1.5\nR2 = 0.5\n"
+MORE_WRONG = '''
+[[double.wrong]]
+why = "absolute value"
+breaks = "R2"
+hint = "Your answer loses the sign: a negative number doubled stays negative."
+code = """
+def double(x):
+    return 2 * abs(x)
+"""
+[[double.wrong]]
+why = "triples positive numbers"
+breaks = "R1"
+code = """
+def double(x):
+    return 2 * x if x < 0 else 3 * x
+"""
+'''
+
+
+def _blocks(cells):
+    cells[11].source = BLOCKS
+    return cells
+
+
+def test_the_helper_prints_a_line_per_requirement_and_scores_under_autograde(monkeypatch, capsys):
+    """The kernel-side helper (run here as a module): a failing block fails its requirement and the cell goes on;
+    the lines it prints are what jaxpath.requirements parses; the score is returned only under autograde."""
+    from jaxpath.kernel.requirements import Requirements
+    from jaxpath.requirements import parse_outcomes
+
+    def run():
+        check = Requirements("double", {"R1": 1.5, "R2": 0.25, "R3": 0.25})
+        with check("R1"):
+            assert True
+        with check("R2"):
+            raise ValueError("boom\nsecond line")
+        with check("R2"):
+            assert False, "R2: a later failure of the same requirement"
+        return check.score()
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert run() == 1.5
+    lines = parse_outcomes(capsys.readouterr().out)
+    assert [(o.rid, o.mark, o.points, o.message) for o in lines] == [
+        ("R1", "✓", 1.5, ""), ("R2", "✗", 0.25, "raised ValueError: boom"),
+        ("R3", "·", 0.25, "checked when your notebook is graded")]
+    assert Requirements.last["failed"] == {"R2": "raised ValueError: boom"}
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    with pytest.raises(AssertionError, match="double: R2 failed"):
+        run()
+    check = Requirements("double", {"R1": 2})
+    with pytest.raises(KeyboardInterrupt):  # an interrupt (the grader's timeout) is never swallowed
+        with check("R1"):
+            raise KeyboardInterrupt
+    with pytest.raises(KeyError, match="no requirement 'R9'"):
+        check("R9")
+
+
+def test_points_are_rendered_and_checked_statically(tmp_path):
+    variants = REQS + POINTS + TAGGED.replace("[double]\n", "", 1) + MORE_WRONG
+    root, cfg = _course(tmp_path, variants, _blocks(good_cells()))
+    write_requirements(cfg)
+    ch, problems = _static(cfg)
+    assert problems == [], problems
+    helper = [c for c in ch.nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "requirements-helper"]
+    assert len(helper) == 1 and ch.nb.cells.index(helper[0]) == 2 and helper[0].metadata["nbgrader"]["locked"]
+    test = ch.nb.cells[ch.exercises[0].tests[0]].source
+    assert test.splitlines()[1] == 'check = Requirements("double", {"R1": 1.5, "R2": 0.5})'
+    assert test.splitlines()[-1] == "check.score()"
+    assert "- **R1** (1.5 points) returns twice `x`" in ch.nb.cells[ch.exercises[0].statement[-1]].source
+    vp = root / "variants/demo/01_demo.toml"
+    vp.write_text(vp.read_text().replace("R2 = 0.5\n", "R2 = 0.3\n"))
+    _, problems = _static(cfg)
+    joined = "\n".join(problems)
+    assert "the points of R2 are not positive multiples of 0.25" in joined
+    assert "sum to 1.8, but the test cell is worth 2 points" in joined
+    assert "differs from [double.points]" in joined  # the cell's first line no longer says what the file says
+
+
+@pytest.mark.slow
+def test_validate_proves_each_wrong_answer_loses_exactly_the_points_it_breaks(tmp_path):
+    # wrong 1 (x + 2) fails both blocks (5 != 6, 0.5 != -3) but claims to break R1 only: refused
+    variants = REQS + POINTS + TAGGED.replace("[double]\n", "", 1) + MORE_WRONG
+    root, cfg = _course(tmp_path, variants, _blocks(good_cells()))
+    write_requirements(cfg)
+    problems = [str(p) for p in validate_one(cfg, "demo/01_demo").problems]
+    assert any("wrong answer 1 (adds two) should lose exactly R1 (0.5 of 2 points) but gets 0 of 2 points: "
+               "R1 failed: 'double(3) should be 6'; R2 failed: 'negative floats too'" in p for p in problems), problems
+    vp = root / "variants/demo/01_demo.toml"
+    vp.write_text(vp.read_text().replace('breaks = "R1"\ncode = """\ndef double(x):\n    return x',
+                                         'breaks = ["R1", "R2"]\ncode = """\ndef double(x):\n    return x'))
+    problems = [str(p) for p in validate_one(cfg, "demo/01_demo").problems]
+    assert problems == [], problems
+    from jaxpath.requirements import known_mistakes
+
+    mistakes = known_mistakes(cfg, "demo/01_demo")["double"]
+    assert [(m.number, m.failed) for m in mistakes] == [(3, {"R2": "negative floats too"})]
+    assert mistakes[0].hint.startswith("Your answer loses the sign")

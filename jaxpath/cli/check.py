@@ -40,7 +40,12 @@ def run(args, config: Config) -> int:
             # what the notebook says is text, never markup: "table[idx]" stays "table[idx]"
             console.print(f"  {mark}  {escape(res.title or res.grade_id)}  "
                           f"[dim]({escape(res.grade_id)}, {res.points:g} pt)[/dim]")
-            if not res.passed:
+            colour = {"✓": "green", "✗": "red"}
+            for o in res.requirements:
+                tail = f": {escape(o.message)}" if o.message else ""
+                console.print(f"           [{colour.get(o.mark, 'dim')}]{o.mark}[/] {o.rid} "
+                              f"[dim]({o.points:g} pt)[/dim]{tail}")
+            if not res.passed and not any(o.mark == "✗" for o in res.requirements):
                 console.print(f"           {escape(res.message)}")
         for err in r.errors:
             console.print(f"  [yellow]note[/yellow] {escape(str(err))}")

@@ -28,12 +28,10 @@ def _stamps(result: DriftResult) -> tuple[str, str]:
 
 
 def render_html(result: DriftResult, command: str) -> str:
-    import jinja2
+    from ..templates import template
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("jaxpath", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
     pinned, side = _stamps(result)
-    return env.get_template("drift.html.j2").render(
+    return template("drift.html.j2").render(
         side_label=result.env.label, side_stack=side, pinned_stack=pinned, chapters=result.chapters,
         wall=_wall(result), compare_seconds=result.compare_seconds, broken=result.broken,
         command=command, severities=list(SEVERITY.items()), totals={s: result.count(s) for s in SEVERITY})
