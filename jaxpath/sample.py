@@ -1,15 +1,17 @@
 """A small synthetic class, graded in a scratch copy of the course: what `make` ends with, so a newcomer
 sees the platform's main job from the first command.
 
-Students are made from the course's own material: the reference solutions (correct), a wrong answer from
-the variants file (partly wrong), the released stub, a crash, an endless loop, and a broken file.
+Students are made from the course's own material: the reference solutions (correct), for every exercise a
+wrong answer from the variants file that loses part of its points (partly wrong: the one with a hint where
+there is one, so that its page names the mistake), the released stub, a crash, an endless loop, and a
+broken file.
 """
 from __future__ import annotations
 
 import json
 import shutil
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -55,6 +57,26 @@ class SampleClass:
     root: Path
     part: str
     students: list[str]
+    expected: dict[tuple[str, str], float] = field(default_factory=dict)
+    """(student, notebook) -> the points its answers earn, for the students whose score is known in advance
+    (correct, partly_wrong, stub): what both `jaxpath grade` and stock `nbgrader autograde` must give."""
+
+
+def _breaks(wrong: dict) -> tuple[str, ...]:
+    b = wrong.get("breaks", ())
+    return (b,) if isinstance(b, str) else tuple(b)
+
+
+def telling_wrong(entry: dict) -> tuple[str, float] | None:
+    """An exercise's wrong answer for the partly-wrong student, and the points it loses: one that loses some
+    but not all of them (with a hint, where one has), else the first; None for an exercise without one."""
+    weights, wrong = entry.get("points", {}), entry.get("wrong", [])
+    partial = [w for w in wrong if weights and 0 < len(_breaks(w)) < len(weights)]
+    pick = next(iter([w for w in partial if w.get("hint")] + partial + wrong), None)
+    if pick is None:
+        return None
+    lost = sum(weights[r] for r in _breaks(pick)) if weights else None
+    return pick["code"], lost
 
 
 def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> SampleClass:
@@ -62,6 +84,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     from nbgrader.apps import NbGraderAPI
 
     from .config import ensure_venv_on_path, nbgrader_config
+    from .validate import proof_path
 
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
@@ -80,6 +103,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     if not result.get("success"):
         raise RuntimeError(f"nbgrader generate_assignment failed: {result.get('error')}")
     students = ["correct", "partly_wrong", "stub", "crashing", "looping", "malformed"]
+    expected: dict[tuple[str, str], float] = {}
     for cid in chapters:
         stem = cid.split("/")[1]
         src = nbformat.read(config.source / f"{cid}.ipynb", as_version=4)
@@ -87,11 +111,25 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
         ok = answers_from_source(src)
         first = next(iter(ok))
         variants = tomllib.loads((config.variants / f"{cid}.toml").read_text())
-        wrong = variants[first.removesuffix("-answer")]["wrong"][0]["code"]
+        total = sum(float(c.metadata.nbgrader.get("points", 0) or 0) for c in src.cells
+                    if c.metadata.get("nbgrader", {}).get("grade"))
+        wrong, lost = dict(ok), 0.0
+        for gid in ok:
+            pick = telling_wrong(variants.get(gid.removesuffix("-answer"), {}))
+            if pick is not None:
+                wrong[gid] = pick[0]
+                tests = [c for c in src.cells if grade_id(c) == gid.removesuffix("-answer") + "-check"]
+                lost += pick[1] if pick[1] is not None else sum(float(c.metadata.nbgrader["points"]) for c in tests)
+        expected.update({("correct", stem): total, ("partly_wrong", stem): total - lost, ("stub", stem): 0.0})
         submit(dest, "correct", part, stem, submission(rel, ok))
-        submit(dest, "partly_wrong", part, stem, submission(rel, {**ok, first: wrong}))
+        submit(dest, "partly_wrong", part, stem, submission(rel, wrong))
         submit(dest, "stub", part, stem, rel)
         submit(dest, "crashing", part, stem, submission(rel, {**ok, first: "import os\nos._exit(1)"}))
         submit(dest, "looping", part, stem, submission(rel, {**ok, first: "while True:\n    pass"}))
         submit(dest, "malformed", part, stem, raw=nbformat.writes(submission(rel, ok)).encode()[:2000])
-    return SampleClass(dest, part, students)
+        proof = proof_path(config, cid)  # the known mistakes validate recorded, for the hints
+        if proof.exists():
+            there = proof_path(Config(dest), cid)
+            there.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(proof, there)
+    return SampleClass(dest, part, students, expected)
