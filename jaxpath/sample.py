@@ -79,6 +79,20 @@ def telling_wrong(entry: dict) -> tuple[str, float] | None:
     return pick["code"], lost
 
 
+def partly_wrong(source_nb, variants: dict) -> tuple[dict[str, str], float]:
+    """The answers of a student who makes, in every exercise, the mistake `telling_wrong` picks (grade_id ->
+    code), and the points these answers lose."""
+    answers, lost = answers_from_source(source_nb), 0.0
+    for gid in list(answers):
+        name = gid.removesuffix("-answer")
+        pick = telling_wrong(variants.get(name, {}))
+        if pick is not None:
+            answers[gid] = pick[0]
+            cells = [c for c in source_nb.cells if grade_id(c) == f"{name}-check"]
+            lost += pick[1] if pick[1] is not None else sum(float(c.metadata.nbgrader["points"]) for c in cells)
+    return answers, lost
+
+
 def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> SampleClass:
     """A scratch course at `dest` holding `chapters` and six synthetic students."""
     from nbgrader.apps import NbGraderAPI
@@ -113,13 +127,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
         variants = tomllib.loads((config.variants / f"{cid}.toml").read_text())
         total = sum(float(c.metadata.nbgrader.get("points", 0) or 0) for c in src.cells
                     if c.metadata.get("nbgrader", {}).get("grade"))
-        wrong, lost = dict(ok), 0.0
-        for gid in ok:
-            pick = telling_wrong(variants.get(gid.removesuffix("-answer"), {}))
-            if pick is not None:
-                wrong[gid] = pick[0]
-                tests = [c for c in src.cells if grade_id(c) == gid.removesuffix("-answer") + "-check"]
-                lost += pick[1] if pick[1] is not None else sum(float(c.metadata.nbgrader["points"]) for c in tests)
+        wrong, lost = partly_wrong(src, variants)
         expected.update({("correct", stem): total, ("partly_wrong", stem): total - lost, ("stub", stem): 0.0})
         submit(dest, "correct", part, stem, submission(rel, ok))
         submit(dest, "partly_wrong", part, stem, submission(rel, wrong))
