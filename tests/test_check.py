@@ -49,3 +49,44 @@ def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(t
     (work / "demo" / "broken.ipynb").write_text("{")
     assert main(["--root", str(root), "check", str(work / "demo" / "broken.ipynb")]) == 1
     assert "not valid JSON" in capsys.readouterr().out
+
+
+def test_an_exercise_passes_only_when_every_visible_requirement_does(tmp_path, capsys):
+    """Partial credit at grading time, pass/fail for the learner: one visible requirement failing fails the
+    exercise, in the printed lines and in the record the site's earned progress reads."""
+    from jaxpath import Config
+    from jaxpath.progress import load_records
+    from jaxpath.requirements import write_requirements
+
+    cells = good_cells()
+    cells[11].source = ("# 🧪 Self-check\nwith check('R1'):\n    assert double(3) == 6, 'double(3) should be 6'\n"
+                        "with check('R2'):\n    assert double(-1.5) == -3.0, 'negative floats too'\n"
+                        "### BEGIN HIDDEN TESTS\nwith check('R3'):\n    assert double(0) == 0, 'zero stays zero'\n"
+                        "### END HIDDEN TESTS")
+    variants = ('[double.requirements]\nR1 = "twice a positive x"\nR2 = "twice a negative x"\nR3 = "zero"\n'
+                "[double.points]\nR1 = 1\nR2 = 0.5\nR3 = 0.5\n")
+    from course_factory import VARIANTS
+
+    root = make_course(tmp_path / "c", cells, variants + VARIANTS.replace("[double]\n", "", 1))
+    write_requirements(Config.load(root))
+    from jaxpath.chapter import is_answer, is_test, stub_source, visible_source
+
+    src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
+    student = nbformat.from_dict(src)
+    for c in student.cells:
+        if is_answer(c):
+            c.source = stub_source(c.source)
+        elif is_test(c):
+            c.source = visible_source(c.source)
+    work = tmp_path / "work"
+    (work / "demo").mkdir(parents=True)
+    answers = {**answers_from_source(src), "double-answer": "def double(x):\n    return 2 * abs(x)"}
+    nbformat.write(submission(student, answers), work / "demo" / "abs.ipynb")
+    assert main(["--root", str(root), "check", str(work / "demo" / "abs.ipynb")]) == 1
+    out = capsys.readouterr().out
+    assert "✗ fails  Exercise 1: double" in out
+    assert "✓ R1 (1 pt)" in out and "✗ R2 (0.5 pt): negative floats too" in out
+    assert "· R3 (0.5 pt): checked when your notebook is graded" in out
+    assert "2/3 self-checks pass" in out
+    assert load_records(work)["demo/abs"]["exercises"] == {"double-check": False, "square-check": True,
+                                                           "halve-check": True}
