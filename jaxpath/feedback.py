@@ -173,6 +173,8 @@ class ChapterFacts:
     """exercise name -> {requirement id: its text}."""
     mistakes: dict[str, list] = field(default_factory=dict)
     """exercise name -> [jaxpath.requirements.Mistake]."""
+    hints: int = 0
+    """How many wrong answers of the chapter have a hint (those `mistakes` should hold once validated)."""
 
     @classmethod
     def load(cls, config: Config, chapter_id: str) -> "ChapterFacts":
@@ -186,7 +188,8 @@ class ChapterFacts:
                               variants_path(config, chapter_id))
         except (ChapterError, OSError, ValueError):
             return cls()
-        return cls({e.name: e.requirements for e in ch.exercises}, known_mistakes(config, chapter_id))
+        return cls({e.name: e.requirements for e in ch.exercises}, known_mistakes(config, chapter_id),
+                   sum(1 for e in ch.exercises for v in e.of_kind("wrong") if v.hint))
 
 
 def _exercise_name(grade_id: str) -> str:
@@ -293,7 +296,10 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
         secret = hide_secrets(nb, _released(config, part, nb_path.stem))
         status = store.get(part, student, nb_path.stem) if store is not None else None
         if f"{part}/{nb_path.stem}" not in facts:
-            facts[f"{part}/{nb_path.stem}"] = ChapterFacts.load(config, f"{part}/{nb_path.stem}")
+            facts[f"{part}/{nb_path.stem}"] = known = ChapterFacts.load(config, f"{part}/{nb_path.stem}")
+            if known.hints and not known.mistakes:
+                report.notes.append(f"{part}/{nb_path.stem}: its wrong answers have hints, but no record of how they "
+                                    "fail (run `jaxpath validate` here): the pages name no known mistake")
         nb.cells.insert(0, summary_cell(nb, resources["nbgrader"].get("score"), resources["nbgrader"].get("max_score"),
                                         status, facts[f"{part}/{nb_path.stem}"]))
         html, _ = exporter.from_notebook_node(nb, resources=resources)
