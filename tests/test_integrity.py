@@ -119,3 +119,27 @@ def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_give
 
     assert errors(executed) == errors(now.notebook)
     assert any(e[0] == "NotCounted" for cell in errors(executed) for e in cell), "the tampering paid nowhere?"
+
+
+def test_the_requirements_helper_is_fingerprinted_by_its_code(tmp_path):
+    """A test cell reads `Requirements` (the chapter's helper class): a student who patches one of its methods, its
+    nested block class, or defines a look-alike class of the same name, changes its fingerprint."""
+    from jaxpath.kernel import source
+
+    nb = nbformat.v4.new_notebook()
+    with Session(nb, tmp_path, timeout=60) as s:
+        ok, _ = s.evaluate(I.prelude_code([], []), I.RESULT)
+        out, _ = s.run_code(source("requirements"))
+        assert ok and out.ok, out.summary
+        honest = _probe(s, ["Requirements"])["names"]["Requirements"]
+        assert honest.startswith("class __main__.Requirements {") and "_Check=class" in honest
+        assert _probe(s, ["Requirements"])["names"]["Requirements"] == honest, "the same class, the same print"
+        for code in ["Requirements._Check.__exit__ = lambda self, *a: True",
+                     "Requirements.score = lambda self: sum(self.points.values())",
+                     "class Requirements:\n    def __init__(self, e, p):\n        self.p = p\n"
+                     "    def score(self):\n        return sum(self.p.values())"]:
+            s.run_code(source("requirements"))
+            assert _probe(s, ["Requirements"])["names"]["Requirements"] == honest
+            out, _ = s.run_code(code)
+            assert out.ok, out.summary
+            assert _probe(s, ["Requirements"])["names"]["Requirements"] != honest, code
