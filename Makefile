@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all build site sample install test test-all test-fast bench drift release path clean
+.PHONY: all build site sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts
 # `make`: set up, build the course and its site, then grade a small synthetic class so you see the grader at work.
 all: build site sample
 
@@ -35,6 +35,8 @@ test: $(STAMP)
 # SIGKILL and Ctrl-C runs, every chapter's reference solutions graded). Nothing runs only here by accident:
 # `full` is the one marker `make test` deselects.
 test-all: test
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(HUB_PROXY); \
+	  else echo "npm is missing: tests/test_hub.py's hub test will skip (Debian: apt-get install npm)"; fi
 	$(BIN)/python -m pytest -n $(JOBS) -m full --durations=25
 
 # Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
@@ -54,6 +56,20 @@ bench: $(STAMP)
 drift: $(STAMP)
 	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.12.0 jaxlib==0.12.0'
 	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.11.2 jaxlib==0.11.2'
+
+# The course on a JupyterHub on this machine, as root (README: "The course on a JupyterHub"): deploy/hub.toml's
+# courses and accounts (made when missing, with random passwords that it prints), the proxy from
+# deploy/package-lock.json; Ctrl-C stops it. `make hub-remove-accounts` removes the accounts it made.
+HUB_PROXY := deploy/node_modules/.bin/configurable-http-proxy
+$(HUB_PROXY): deploy/package.json deploy/package-lock.json
+	npm ci --prefix deploy --no-audit --no-fund
+	@touch $@
+
+hub: $(STAMP) $(HUB_PROXY)
+	$(BIN)/jaxpath hub --create-accounts
+
+hub-remove-accounts: $(STAMP)
+	$(BIN)/jaxpath hub --remove-accounts
 
 release: $(STAMP)
 	$(BIN)/jaxpath release

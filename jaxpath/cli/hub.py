@@ -46,6 +46,7 @@ def run(args, config: Config) -> int:
         return 0
     hub = Hub(prepared)
     signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as Ctrl-C does
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # also when started as a background job (SIGINT ignored)
     try:
         hub.start()
         for line in describe(prepared):
