@@ -1,9 +1,13 @@
-"""The course manifest (`course.toml`): parts, stages, chapters in order, and the 12-chapter track."""
+"""The course manifest (`course.toml`): parts, stages, chapters in order, the 12-chapter track, and when each
+part is due."""
 from __future__ import annotations
 
+import datetime as dt
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from .config import Config
 from .errors import JaxpathError
@@ -52,6 +56,8 @@ class Manifest:
     chapters: dict[str, ChapterEntry]
     """All chapters, in course order (stage by stage)."""
     track: tuple[TrackChapter, ...]
+    due: dict[str, dt.datetime] = field(default_factory=dict)
+    """Part -> when it is due (`[due]` of course.toml), a time-zone-aware datetime in the zone it was given in."""
 
     def written(self) -> list[ChapterEntry]:
         return [c for c in self.chapters.values() if not c.planned]
@@ -62,6 +68,64 @@ class Manifest:
 
 class ManifestError(JaxpathError):
     pass
+
+
+_DUE = re.compile(r"^(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}(?::\d{2})?)\s+(?P<zone>\S+)$")
+
+
+def parse_due(text: str, where: str = "due") -> dt.datetime:
+    """A due date as course.toml writes it: a local time and the IANA zone it is in ("2026-10-01 23:59
+    Europe/Berlin"), or ISO 8601 with an offset ("2026-10-01T23:59:00+02:00", "...Z"). Never a time without a
+    zone: nbgrader keeps UTC, and a bare time would be the server's."""
+    if isinstance(text, dt.datetime) and text.tzinfo is not None:  # TOML's own offset date-time
+        return text
+    if not isinstance(text, str):
+        raise ManifestError(f"{where}: a date and time with its zone, like \"2026-10-01 23:59 Europe/Berlin\"")
+    m = _DUE.match(text.strip())
+    if m:
+        try:
+            zone = ZoneInfo(m["zone"])
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ManifestError(f"{where}: {m['zone']!r} is not a time zone (an IANA name like Europe/Berlin, "
+                                "America/New_York or UTC)") from None
+        try:
+            return dt.datetime.fromisoformat(f"{m['date']}T{m['time']}").replace(tzinfo=zone)
+        except ValueError as e:
+            raise ManifestError(f"{where}: {text!r}: {e}") from None
+    try:
+        when = dt.datetime.fromisoformat(text.strip())
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ManifestError(f"{where}: {text!r} is not a date and time with its zone, like "
+                            "\"2026-10-01 23:59 Europe/Berlin\" or \"2026-10-01T23:59:00+02:00\"")
+    return when
+
+
+def due_utc(when: dt.datetime) -> dt.datetime:
+    """The due date as nbgrader's gradebook keeps it: UTC, without a zone."""
+    return when.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def describe_due(when: dt.datetime) -> str:
+    """The due date as a student reads it: in the zone the course gave it in, and in UTC."""
+    utc = when.astimezone(dt.timezone.utc)
+    local = f"{when:%A} {when.day} {when:%B %Y}, {when:%H:%M}"
+    zone = getattr(when.tzinfo, "key", None) or ("UTC" if when.utcoffset() == dt.timedelta(0) else when.strftime("UTC%:z"))
+    if zone in ("UTC", "Etc/UTC"):
+        return f"{local} UTC"
+    same_day = utc.date() == when.date()
+    return f"{local} ({zone}), {utc:%H:%M} UTC" + ("" if same_day else f" on {utc:%A} {utc.day} {utc:%B}")
+
+
+def _due_table(path: Path, data: dict, parts: tuple[str, ...]) -> dict[str, dt.datetime]:
+    table = data.get("due", {})
+    if not isinstance(table, dict):
+        raise ManifestError(f"{path.name}: [due] is a table: part = \"2026-10-01 23:59 Europe/Berlin\"")
+    for part in table:
+        if part not in parts:
+            raise ManifestError(f"{path.name}: [due] names {part!r}, which is not a part (parts: {list(parts)})")
+    return {part: parse_due(table[part], f"{path.name}: [due] {part}") for part in parts if part in table}
 
 
 def load_manifest(config: Config) -> Manifest:
@@ -104,7 +168,8 @@ def load_manifest(config: Config) -> Manifest:
                 if n not in c.carries:
                     raise ManifestError(f"{path.name}: section {heading!r} of {c.id} carries track chapter {n}, "
                                         f"which the chapter's `carries` does not list")
-    return Manifest(course.get("title", config.course_id), parts, tuple(stages), chapters, track)
+    return Manifest(course.get("title", config.course_id), parts, tuple(stages), chapters, track,
+                    _due_table(path, data, parts))
 
 
 def notebook_path(config: Config, chapter_id: str) -> Path:

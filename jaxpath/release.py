@@ -1,5 +1,9 @@
 """`jaxpath release`: the student version of every part, made by nbgrader's generate_assignment,
-checked for leaks, and swapped into `release/` only when the whole build succeeded."""
+checked for leaks, and swapped into `release/` only when the whole build succeeded.
+
+A part with a due date (`[due]` of course.toml) gets it in the first cell of each of its released notebooks
+(nbgrader never shows students the due date), and the release writes it into the course's gradebook, where
+nbgrader's late penalty and `jaxpath collect`/`extend`/`export` read it."""
 from __future__ import annotations
 
 import filecmp
@@ -12,8 +16,11 @@ from pathlib import Path
 
 from .cells import MARKERS, Secrets, find_secrets
 from .config import Config, ensure_venv_on_path, nbgrader_config
-from .manifest import Manifest, load_manifest
+from .manifest import Manifest, describe_due, due_utc, load_manifest
 from .problems import Problem
+
+DUE_TAG = "jaxpath-due"
+"""The first cell of a released notebook whose part has a due date."""
 
 
 @dataclass
@@ -23,6 +30,9 @@ class ReleaseReport:
     """Released files, relative to release/."""
     stale: list[str] = field(default_factory=list)
     """With check=True: files of release/ that differ from a fresh build (or are missing/extra)."""
+    due: dict[str, str] = field(default_factory=dict)
+    """Part -> its due date as the students read it, for the parts course.toml gives one (written into the
+    gradebook unless check=True)."""
 
     @property
     def ok(self) -> bool:
@@ -57,6 +67,38 @@ def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
             tail = " | ".join(log[-3:]) if log else "no log"
             problems.append(Problem(f"{config.source_dir}/{part}", f"nbgrader generate_assignment failed: {tail}"))
     return problems
+
+
+def due_cell_text(part: str, when) -> str:
+    return (f"📅 **Due {describe_due(when)}.** Hand in `{part}` before then: **Submit** in the Assignments tab, "
+            f"or `nbgrader submit {part}` in a terminal. The newest submission counts; one after this time is late.")
+
+
+def _add_due_cells(built: Path, manifest: Manifest) -> None:
+    """Put each part's due date into the first cell of its released notebooks (a locked markdown cell)."""
+    import nbformat
+
+    for part, when in manifest.due.items():
+        for path in sorted((built / part).glob("*.ipynb")):
+            nb = nbformat.read(path, as_version=4)
+            nb.cells = [c for c in nb.cells if DUE_TAG not in c.get("metadata", {}).get("tags", [])]
+            cell = nbformat.v4.new_markdown_cell(due_cell_text(part, when))
+            cell.id = DUE_TAG
+            cell.metadata.update({"tags": [DUE_TAG], "editable": False, "deletable": False})
+            nb.cells.insert(0, cell)
+            nbformat.write(nb, path)
+
+
+def record_due_dates(config: Config, manifest: Manifest) -> None:
+    """The due dates of course.toml into the course's gradebook (nbgrader's assignment `duedate`, in UTC)."""
+    if not manifest.due:
+        return
+    from nbgrader.api import Gradebook
+
+    ensure_venv_on_path()
+    with Gradebook(config.db_url, config.course_id) as gb:
+        for part, when in manifest.due.items():
+            gb.update_or_create_assignment(part, duedate=due_utc(when))
 
 
 def source_cells(config: Config):
@@ -138,7 +180,9 @@ def release(config: Config, *, check: bool = False) -> ReleaseReport:
     report = ReleaseReport()
     report.problems += _generate(config, manifest, stage)
     built = stage / config.release_dir
+    report.due = {part: describe_due(when) for part, when in manifest.due.items()}
     if not report.problems:
+        _add_due_cells(built, manifest)
         report.problems += find_leaks(config, built, config.release_dir)
     if report.problems:
         return report
@@ -158,4 +202,5 @@ def release(config: Config, *, check: bool = False) -> ReleaseReport:
     os.replace(built, config.release)
     shutil.rmtree(old, ignore_errors=True)
     shutil.rmtree(stage, ignore_errors=True)
+    record_due_dates(config, manifest)
     return report

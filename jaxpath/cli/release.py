@@ -29,4 +29,6 @@ def run(args, config: Config) -> int:
                       f"release/ is stale ({len(r.stale)} file(s)): run `jaxpath release`")
         return 1 if r.stale else 0
     console.print(f"released {len(r.files)} file(s) into release/, no solution, hidden test or variant in them")
+    for part, due in r.due.items():
+        console.print(f"{part} is due {due}: in its notebooks' first cell and in the gradebook")
     return 0

@@ -201,4 +201,17 @@ def chapter_box(manifest: Manifest, settings: SiteSettings, page: ChapterPage, r
         link = section_link(pages, page.entry.id, section, READING_MAP, []) if section else None
         mine.append({"title": r.title, "url": r.url, "section_ref": link})
     return {"carries": carries, "readings": mine, "reading_label": reading_label(page.entry.id),
-            "launch": settings.launch, "for_class": settings.for_class}
+            "launch": settings.launch, "for_class": settings.for_class, "due": due_context(manifest, page.entry.part)}
+
+
+def due_context(manifest: Manifest, part: str) -> dict | None:
+    """The part's due date for the class site's chapter box ([due] of course.toml): the instant in UTC, for the
+    reader's browser to show in their own time zone (static/jaxpath-due.js), and the words without script."""
+    import datetime as dt
+
+    from ..manifest import describe_due
+
+    when = manifest.due.get(part)
+    if when is None:
+        return None
+    return {"utc": when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "text": describe_due(when)}
