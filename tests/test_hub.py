@@ -153,6 +153,30 @@ def test_state_where_accounts_cannot_enter_is_refused(tmp_path):
         python_view(s)
 
 
+def test_the_hub_needs_root_and_its_proxy(tmp_path, monkeypatch):
+    import jaxpath.hub.setup as setup
+
+    s = load_settings(_settings(tmp_path, GOOD))
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 1000)
+    with pytest.raises(HubSetupError, match="the hub runs as root"):
+        setup.prepare(s)
+    monkeypatch.setattr(setup.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(setup, "PROXY", tmp_path / "none" / "configurable-http-proxy")
+    with pytest.raises(HubSetupError, match="npm ci --prefix deploy"):
+        setup.prepare(s)
+    assert not s.state.exists(), "nothing was made"
+
+
+def test_missing_accounts_are_named_unless_they_may_be_made(open_tmp, monkeypatch):
+    import jaxpath.hub.setup as setup
+
+    s = load_settings(_settings(open_tmp, GOOD.replace('"ines"', '"jxh-nobody-ines"')))
+    monkeypatch.setattr(setup, "PROXY", Path(sys.executable))  # stands in for an installed proxy
+    with pytest.raises(HubSetupError, match="no such account.*jxh-nobody-ines.*--create-accounts"):
+        setup.prepare(s)
+    assert not (s.state / "accounts.json").exists()
+
+
 # -- the JupyterHub configuration, read as JupyterHub reads it ---------------------------------------------
 
 def test_the_jupyterhub_config_gives_each_course_its_groups_roles_and_formgrader(tmp_path, monkeypatch):

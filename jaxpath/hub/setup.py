@@ -70,6 +70,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
 def check_host(settings: HubSettings) -> None:
     if os.geteuid() != 0:
         raise HubSetupError("the hub runs as root (it starts each person's server as that person): run it with sudo")
@@ -79,7 +88,7 @@ def check_host(settings: HubSettings) -> None:
     if not (Path(sys.prefix) / "bin" / "jupyterhub").exists():
         raise HubSetupError(f"jupyterhub is not installed in {sys.prefix}: run `make install` (it is in the lock)")
     if not PROXY.exists():
-        raise HubSetupError(f"{PROXY.relative_to(REPO)} is missing: run `npm ci --prefix deploy` (or `make hub`)")
+        raise HubSetupError(f"{PROXY} is missing: run `npm ci --prefix deploy` (or `make hub`)")
     if shutil.which("node") is None:
         raise HubSetupError("node is not installed: configurable-http-proxy runs on it (Debian: apt-get install nodejs)")
 
@@ -236,10 +245,9 @@ def prepare(settings: HubSettings, *, create_accounts: bool = False) -> Prepared
     _exchange(settings)
     jupyter = _jupyter_config(settings)
     old = json.loads(out.hub_json.read_text()) if out.hub_json.exists() else {}
-    ports = old.get("ports") or {"hub": free_port(), "proxy_api": free_port(),
-                                 **{f"service:{c.id}": free_port() for c in settings.courses}}
-    for c in settings.courses:
-        ports.setdefault(f"service:{c.id}", free_port())
+    # the ports of the last run when they are still free (a bookmark of a service keeps working), else new ones
+    keys = ["hub", "proxy_api", *(f"service:{c.id}" for c in settings.courses)]
+    ports = {k: p if (p := old.get("ports", {}).get(k)) and port_free(p) else free_port() for k in keys}
     bindir = Path(sys.prefix) / "bin"
     data = {
         "url": settings.url,
