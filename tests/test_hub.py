@@ -83,6 +83,13 @@ def test_settings_mistakes_are_named(tmp_path, change, message):
         load_settings(_settings(tmp_path, GOOD.replace(*change)))
 
 
+def test_the_course_id_is_the_directorys_own(tmp_path):
+    path = _settings(tmp_path, GOOD)
+    (tmp_path / "course" / "nbgrader_config.py").write_text("c = get_config()\nc.CourseDirectory.course_id = 'other'\n")
+    with pytest.raises(HubSettingsError, match="course_id = 'other': the two must be the same"):
+        load_settings(path)
+
+
 def test_settings_file_problems(tmp_path):
     with pytest.raises(HubSettingsError, match="no such settings file"):
         load_settings(tmp_path / "none.toml")

@@ -124,6 +124,12 @@ def _course(path: Path, base: Path, n: int, entry) -> Course:
     directory = _path(base, entry.get("directory", ""), f"{where}: `directory`")
     if not (directory / "nbgrader_config.py").is_file():
         raise HubSettingsError(f"{where}: `directory` {directory} is not an nbgrader course (no nbgrader_config.py)")
+    from ..config import nbgrader_config
+
+    theirs = nbgrader_config(directory).CourseDirectory.get("course_id")
+    if theirs and theirs != cid:
+        raise HubSettingsError(f"{where}: its directory's nbgrader_config.py says course_id = {theirs!r}: "
+                               "the two must be the same (nbgrader files the exchange and the formgrader under it)")
     course = Course(cid, str(entry.get("title", cid)), directory, account,
                     _names(where, entry.get("instructors"), "instructors"),
                     _names(where, entry.get("graders"), "graders"),
