@@ -59,17 +59,21 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
             except MissingEntry:
                 # nbgrader's own export: a student who submitted nothing scores zero.
                 rows.append({**row, "timestamp": "", "raw_score": 0.0, "late_submission_penalty": 0.0,
-                             "score": 0.0, "status": "not submitted", "isolation": ""})
+                             "score": 0.0, "extension_hours": "", "status": "not submitted", "isolation": ""})
                 continue
             mine = statuses.get(student.id, [])
             bad = [f"{s.notebook}: {s.status} ({s.reason})" for s in mine if s.status != GradeStatus.GRADED]
             status = GradeStatus.GRADED.value if mine and not bad else ("not graded by jaxpath" if not mine else "; ".join(bad))
-            rows.append({**row, **net_score(sub), "timestamp": sub.timestamp or "", "status": status,
+            # the extension `jaxpath extend` granted (nbgrader's field), in hours: the late penalty counts from
+            # the due date plus it
+            hours = f"{sub.extension.total_seconds() / 3600:g}" if sub.extension else ""
+            rows.append({**row, **net_score(sub), "timestamp": sub.timestamp or "", "extension_hours": hours,
+                         "status": status,
                          # How the grades were obtained: the isolation level(s) its notebooks ran at.
                          "isolation": "; ".join(sorted({s.isolation for s in mine if s.isolation}))})
     out = output or config.build / "grades" / f"grades-{part}.csv"   # git-ignored: student data never one `git add` from a commit
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["status", "isolation"])
+    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["extension_hours", "status", "isolation"])
     w.writeheader()
     w.writerows(rows)
     write_atomic(Path(out), buf.getvalue().encode("utf-8"))

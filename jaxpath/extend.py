@@ -1,4 +1,5 @@
-"""`jaxpath extend PART STUDENT --hours N`: grant a student more time on a part, in nbgrader's own field.
+"""`jaxpath extend PART STUDENT --hours N` (or `--days N`, or `--until WHEN`): grant a student more time on a part,
+in nbgrader's own field.
 
 nbgrader keeps a per-submission `extension` (its late penalty is computed from the due date plus it) but has no
 command to set it. The extension is recorded on the student's submission of the part; one that has not submitted
@@ -23,11 +24,19 @@ class Extension:
 
 
 def extend(config: Config, part: str, student: str, *, hours: float = 0, days: float = 0,
-           db_url: str | None = None) -> Extension:
+           until: dt.datetime | None = None, db_url: str | None = None) -> Extension:
+    """Record the extension: `hours` + `days`, or up to `until` (an aware time, e.g. from
+    jaxpath.manifest.parse_due: the student's own due date). Neither: the extension is removed."""
     from nbgrader.api import Gradebook, MissingEntry
+
+    from .manifest import due_utc
 
     if hours < 0 or days < 0:
         raise JaxpathError("an extension is a length of time, not negative")
+    if until is not None and (hours or days):
+        raise JaxpathError("give the extension as a length (--hours, --days) or as a time (--until), not both")
+    if until is not None and until.tzinfo is None:
+        raise JaxpathError("--until needs a time zone, like \"2026-12-10 17:00 Europe/Berlin\"")
     ensure_venv_on_path()
     coursedir = config.coursedir(db_url)
     delta = dt.timedelta(hours=hours, days=days) or None
@@ -41,6 +50,13 @@ def extend(config: Config, part: str, student: str, *, hours: float = 0, days: f
             gb.find_student(student)
         except MissingEntry:
             raise JaxpathError(f"no student {student!r} in the gradebook (`nbgrader db student add {student}`)") from None
+        if until is not None:
+            if assignment.duedate is None:
+                raise JaxpathError(f"{part} has no due date to extend from: give --hours or --days")
+            delta = due_utc(until) - assignment.duedate
+            if delta <= dt.timedelta(0):
+                raise JaxpathError(f"{until:%Y-%m-%d %H:%M %Z} is not after the due date of {part} "
+                                   f"({assignment.duedate:%Y-%m-%d %H:%M} UTC)")
         try:
             sub = gb.find_submission(part, student)
         except MissingEntry:

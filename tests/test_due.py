@@ -89,6 +89,15 @@ def test_release_writes_the_due_date_into_the_first_cell_and_the_gradebook(cours
         gb.add_student("ada")
     ext = extend(config, "demo", "ada", days=2)
     assert ext.due == dt.datetime(2026, 5, 4, 3, 59)
+    from jaxpath.errors import JaxpathError
+    from jaxpath.manifest import parse_due
+
+    ext = extend(config, "demo", "ada", until=parse_due("2026-05-03 09:00 Europe/Berlin"))  # 07:00 UTC on the 3rd
+    assert ext.extension == dt.timedelta(hours=27, minutes=1) and ext.due == dt.datetime(2026, 5, 3, 7, 0)
+    with pytest.raises(JaxpathError, match="is not after the due date of demo"):
+        extend(config, "demo", "ada", until=parse_due("2026-05-01 12:00 UTC"))
+    with pytest.raises(JaxpathError, match="not both"):
+        extend(config, "demo", "ada", days=1, until=parse_due("2026-05-09 12:00 UTC"))
 
     # a new date in course.toml moves both at the next release
     (course / "course.toml").write_text((course / "course.toml").read_text().replace("2026-05-01 23:59", "2026-05-08 12:00"))

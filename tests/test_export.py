@@ -76,6 +76,7 @@ def test_export_matches_nbgrader_export(tmp_path, monkeypatch):
     assert (float(b["late"]["raw_score"]), float(b["late"]["late_submission_penalty"]),
             float(b["late"]["score"])) == (2.4, 0.4, pytest.approx(2.0))
     assert float(b["overdrawn"]["score"]) == 0.0 and b["absent"]["status"] == "not submitted"
+    assert b["extended"]["extension_hours"] == "48" and b["late"]["extension_hours"] == "" == b["absent"]["extension_hours"]
     canvas = {r[2]: r for r in csv.reader(mine.canvas_path.open())}
     for student in a:
         assert float(canvas[student][5]) == pytest.approx(float(a[student]["score"])), student

@@ -12,13 +12,18 @@ def register(sub, parents) -> None:
     p.add_argument("student")
     p.add_argument("--hours", type=float, default=0)
     p.add_argument("--days", type=float, default=0)
+    p.add_argument("--until", metavar="WHEN",
+                   help='the student\'s own due date, with its zone: "2026-12-10 17:00 Europe/Berlin" or ISO 8601 '
+                        "with an offset")
     p.set_defaults(func=run)
 
 
 def run(args, config: Config) -> int:
     from ..extend import extend
+    from ..manifest import parse_due
 
-    r = extend(config, args.part, args.student, hours=args.hours, days=args.days, db_url=args.db)
+    until = parse_due(args.until, "--until") if args.until else None
+    r = extend(config, args.part, args.student, hours=args.hours, days=args.days, until=until, db_url=args.db)
     if r.extension is None:
         console.print(f"{r.student}: no extension on {r.part} (removed)")
     else:
