@@ -223,7 +223,7 @@ def summary_cell(nb, score: float | None, max_score: float | None, status=None, 
         gid = meta.get("grade_id", "")
         name = _exercise_name(gid)
         outcomes = cell_outcomes(cell) if cell.cell_type == "code" else []
-        failure = "" if outcomes and got is not None else _first_failure(cell)
+        failure = _first_failure(cell)  # an error output: the cell's own, or the grader's (not counted, not run)
         mark, words = exercise_line(None if got is None else float(got), points, failure)
         texts = facts.requirements.get(name, {})
         reqs = [{"rid": o.rid, "mark": o.mark, "points": f"{o.points:g}",

@@ -230,6 +230,13 @@ def judge(data: dict, digest, expect: dict[str, str], ignore=()) -> list[str]:
     return problems
 
 
+def void(cell, why: str) -> None:
+    """Make a test cell that ran to its end score nothing: a NotCounted error output, put *first*, because
+    nbgrader scores a code cell by its first telling output (nbgrader.utils.determine_grade): an error is 0, but
+    an execute_result before it (a cell that gives partial credit ends in its points) would be its score."""
+    cell.outputs.insert(0, not_counted(why))
+
+
 def verdict(cell, label: str, passed: bool, problems: list[str]) -> str | None:
     """The evidence line for a probe's problems (None when there are none); a pass they make void gets a
     NotCounted error output, so nbgrader scores the test as failed."""
@@ -237,7 +244,7 @@ def verdict(cell, label: str, passed: bool, problems: list[str]) -> str | None:
         return None
     if passed:
         why = "the pass is not counted, the test machinery was tampered with: " + "; ".join(problems)
-        cell.outputs.append(not_counted(why))
+        void(cell, why)
         return f"{label}: {why}"
     return f"{label}: failed, and the test machinery was tampered with: " + "; ".join(problems)
 

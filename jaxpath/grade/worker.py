@@ -230,7 +230,7 @@ class _Guard:
             self.broken = texts.PRELUDE_FAILED
 
     def _fail(self, cell, why: str, i: int) -> None:
-        cell.outputs.append(texts.not_counted(why))
+        integrity.void(cell, why)
         self.evidence.append(f"cell {i + 1} ({self.tests[i]}): {why}")
 
     def run_test(self, session: Session, i: int):
