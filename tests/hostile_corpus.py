@@ -287,5 +287,7 @@ def build(released, correct: dict[str, str], root: str, port: int) -> list[Case]
     leak = ("def brighten(img, amount):\n    import sys, linecache\n    f = sys._getframe(1)\n"
             "    print('LEAK>', ''.join(linecache.getlines(f.f_code.co_filename)))\n    print('HIST>', In)\n    return img")
     H("h_leak_hidden_tests", "print the calling test cell and the input history into the outputs",
-      _fill(released, {**correct, **WRONG, "brighten-answer": leak}), statuses=("graded",), score="==wrong")
+      # its brighten answer is not WRONG's one: with partial credit per requirement it earns what its own behaviour
+      # earns, never more than the wrong answers' score
+      _fill(released, {**correct, **WRONG, "brighten-answer": leak}), statuses=("graded",), score="<=wrong")
     return cases
