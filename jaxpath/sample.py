@@ -93,12 +93,25 @@ def partly_wrong(source_nb, variants: dict) -> tuple[dict[str, str], float]:
     return answers, lost
 
 
+def copy_proof(config: Config, dest: Config, chapter_id: str) -> bool:
+    """Copy the chapter's validate proof (it records the known mistakes the feedback pages name) from `config`'s
+    build into `dest`'s; False when the chapter was not validated here."""
+    from .validate import proof_path
+
+    proof = proof_path(config, chapter_id)
+    if not proof.exists():
+        return False
+    there = proof_path(dest, chapter_id)
+    there.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(proof, there)
+    return True
+
+
 def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> SampleClass:
     """A scratch course at `dest` holding `chapters` and six synthetic students."""
     from nbgrader.apps import NbGraderAPI
 
     from .config import ensure_venv_on_path, nbgrader_config
-    from .validate import proof_path
 
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
@@ -135,9 +148,5 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
         submit(dest, "crashing", part, stem, submission(rel, {**ok, first: "import os\nos._exit(1)"}))
         submit(dest, "looping", part, stem, submission(rel, {**ok, first: "while True:\n    pass"}))
         submit(dest, "malformed", part, stem, raw=nbformat.writes(submission(rel, ok)).encode()[:2000])
-        proof = proof_path(config, cid)  # the known mistakes validate recorded, for the hints
-        if proof.exists():
-            there = proof_path(Config(dest), cid)
-            there.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(proof, there)
+        copy_proof(config, Config(dest), cid)
     return SampleClass(dest, part, students, expected)

@@ -20,7 +20,7 @@ from jaxpath import Config
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
 from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
-from jaxpath.sample import answers_from_source, partly_wrong, submission, submit
+from jaxpath.sample import answers_from_source, copy_proof, partly_wrong, submission, submit
 from jaxpath.validate import proof_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters, pytest.mark.full]
@@ -49,11 +49,7 @@ def test_reference_solutions_grade_clean(part, tmp_path):
         submit(dest, "as_released", part, stem, rel)
         wrong, lost[stem] = partly_wrong(src, tomllib.loads((ROOT / "variants" / part / f"{stem}.toml").read_text()))
         submit(dest, "mistaken", part, stem, submission(rel, wrong))
-        proof = proof_path(Config.load(ROOT), f"{part}/{stem}")  # what validate recorded of the known mistakes
-        if proof.exists():
-            there = proof_path(Config(dest), f"{part}/{stem}")
-            there.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(proof, there)
+        copy_proof(Config.load(ROOT), Config(dest), f"{part}/{stem}")  # what validate recorded of the known mistakes
     config = Config.load(dest)
     report = grade(config, part, workers=2, limits=Limits(cell_timeout=180, notebook_timeout=900),
                    sandbox=sandbox_problem() is None)
