@@ -15,6 +15,9 @@ from .grade.statuses import GradeStatus
 
 NBGRADER_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score"]
+COLUMNS = NBGRADER_COLUMNS + ["extension_hours", "status", "isolation"]
+"""The columns of `jaxpath export`'s CSV: nbgrader's, then the extension `jaxpath extend` granted, each submission's
+grading status and the isolation level its notebooks ran at."""
 
 
 @dataclass
@@ -73,7 +76,7 @@ def export(config: Config, part: str, *, output: Path | None = None, canvas_outp
                          "isolation": "; ".join(sorted({s.isolation for s in mine if s.isolation}))})
     out = output or config.build / "grades" / f"grades-{part}.csv"   # git-ignored: student data never one `git add` from a commit
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=NBGRADER_COLUMNS + ["extension_hours", "status", "isolation"])
+    w = csv.DictWriter(buf, fieldnames=COLUMNS)
     w.writeheader()
     w.writerows(rows)
     write_atomic(Path(out), buf.getvalue().encode("utf-8"))

@@ -63,6 +63,25 @@ def shared_compile_cache(tmp_path_factory):
         os.environ["JAXPATH_COMPILE_CACHE"] = before
 
 
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium, headless, driven by Playwright: ONE per test process, which every browser test shares
+    (each opens its own context or page). Playwright's sync API runs an event loop for as long as it is started,
+    so a second `sync_playwright()` in the same process fails ("using Playwright Sync API inside the asyncio
+    loop") whenever another test's is still open: with one started here, which test runs first on a worker no
+    longer matters."""
+    from site_factory import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
 @pytest.fixture
 def course(tmp_path) -> Path:
     """A small, valid course directory with one chapter of three exercises (no JAX: fast kernels)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from loop_factory import REPO, instructor_course
-from site_factory import CHROMIUM_ARGS, SCREENSHOTS
+from site_factory import SCREENSHOTS
 
 from jaxpath.files import private_temp_dir
 from jaxpath.hub import Hub, load_settings, prepare, remove_created
@@ -219,10 +219,3 @@ class Person:
         self.context.close()
 
 
-def browser():
-    """(playwright, browser): Debian's chromium, headless."""
-    from playwright.sync_api import sync_playwright
-    from site_factory import CHROMIUM
-
-    pw = sync_playwright().start()
-    return pw, pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -134,26 +134,22 @@ def test_the_class_sites_chapter_box_carries_the_due_instant(course):
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="/usr/bin/chromium is missing")
 @pytest.mark.parametrize("zone, weekday, clock", [("America/New_York", "Thursday", "17:59"),
                                                   ("Asia/Tokyo", "Friday", "06:59")])
-def test_the_site_shows_the_due_date_in_the_readers_time_zone(tmp_path, zone, weekday, clock):
+def test_the_site_shows_the_due_date_in_the_readers_time_zone(tmp_path, chromium, zone, weekday, clock):
     """The class site's script, in chromium set to a reader's zone: the same instant, in their clock."""
     from importlib import resources
-
-    from playwright.sync_api import sync_playwright
-    from site_factory import CHROMIUM, CHROMIUM_ARGS
 
     script = resources.files("jaxpath.site").joinpath("static", "jaxpath-due.js").read_text()
     words = "Thursday 1 October 2026, 23:59 (Europe/Berlin), 21:59 UTC"
     (tmp_path / "page.html").write_text(
         f'<html><body><p class="jp-due">📅 <b>Due <time class="jp-due-time" datetime="2026-10-01T21:59:00Z" '
         f'title="{words}">{words}</time></b> <span class="jp-due-zone"></span></p><script>{script}</script></body></html>')
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(timezone_id=zone, locale="en-GB").new_page()
-            page.goto((tmp_path / "page.html").as_uri())
-            shown = page.locator("time.jp-due-time").inner_text()
-            label = page.locator(".jp-due-zone").inner_text()
-        finally:
-            browser.close()
+    context = chromium.new_context(timezone_id=zone, locale="en-GB")
+    try:
+        page = context.new_page()
+        page.goto((tmp_path / "page.html").as_uri())
+        shown = page.locator("time.jp-due-time").inner_text()
+        label = page.locator(".jp-due-zone").inner_text()
+    finally:
+        context.close()
     assert weekday in shown and clock in shown, shown
     assert zone in label and words in label, label

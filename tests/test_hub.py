@@ -227,20 +227,15 @@ def _why_not() -> str | None:
 @pytest.mark.slow
 @pytest.mark.full
 @pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
-def test_the_course_loop_on_a_real_hub(tmp_path, request):
-    from hub_factory import TIMEOUT_MS, Person, Shots, Steps, browser, course_hub
+def test_the_course_loop_on_a_real_hub(tmp_path, request, chromium):
+    from hub_factory import TIMEOUT_MS, Person, Shots, Steps, course_hub
     from playwright.sync_api import expect
 
     expect.set_options(timeout=TIMEOUT_MS)
     shots, steps = Shots(tmp_path, request.node.name), Steps(tmp_path)
     with course_hub(tmp_path) as hut:
         steps("accounts made, hub started")
-        pw, chromium = browser()
-        try:
-            _loop(hut, chromium, shots, steps, Person, expect)
-        finally:
-            chromium.close()
-            pw.stop()
+        _loop(hut, chromium, shots, steps, Person, expect)
 
 
 ANSWERS = {"s1": {"double": "return 2 * x", "square": "return x * x", "halve": "return x / 2"},

@@ -83,31 +83,25 @@ def test_the_pages_list_each_requirement_and_name_the_known_mistakes(graded):
 
 
 @pytest.mark.browser
-def test_a_partly_wrong_page_in_chromium(graded, tmp_path, request):
+def test_a_partly_wrong_page_in_chromium(graded, chromium, tmp_path, request):
     """What the student sees first: the results table, a requirement that failed with its message, and the
     known mistake explained; a screenshot kept for a person to look at."""
-    from site_factory import CHROMIUM, CHROMIUM_ARGS, save_screenshot
-
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from site_factory import save_screenshot
 
     _, cfg, _, _ = graded
     feedback(cfg, "basics", students=["partly_wrong"])
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            pg = browser.new_page(viewport={"width": 1280, "height": 1000})
-            errors = []
-            pg.on("pageerror", lambda e: errors.append(str(e)))
-            pg.goto((cfg.root / "feedback" / "partly_wrong" / f"{SAMPLE_CHAPTERS[0]}.html").as_uri())
-            table = pg.locator("table.jp-results")
-            assert table.bounding_box()["y"] < 500
-            failed = pg.locator("li.jp-requirement", has_text="✗").first
-            assert failed.is_visible() and len(failed.inner_text()) > 20
-            hint = pg.locator("p.jp-hint").first
-            assert hint.is_visible() and "A known mistake" in hint.inner_text()
-            shot = save_screenshot(pg, tmp_path, request, "feedback-partial-credit")
-            assert shot.stat().st_size > 10_000 and not errors, errors
-        finally:
-            browser.close()
+    pg = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    try:
+        errors = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto((cfg.root / "feedback" / "partly_wrong" / f"{SAMPLE_CHAPTERS[0]}.html").as_uri())
+        table = pg.locator("table.jp-results")
+        assert table.bounding_box()["y"] < 500
+        failed = pg.locator("li.jp-requirement", has_text="✗").first
+        assert failed.is_visible() and len(failed.inner_text()) > 20
+        hint = pg.locator("p.jp-hint").first
+        assert hint.is_visible() and "A known mistake" in hint.inner_text()
+        shot = save_screenshot(pg, tmp_path, request, "feedback-partial-credit")
+        assert shot.stat().st_size > 10_000 and not errors, errors
+    finally:
+        pg.close()

@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 import nbformat
 import pytest
-from site_factory import CHROMIUM, CHROMIUM_ARGS, HUB, ROOT, real_site, save_screenshot, solve
+from site_factory import HUB, ROOT, real_site, save_screenshot, solve
 
 from jaxpath import Config
 from jaxpath.site import site_pages
@@ -31,15 +31,8 @@ def site():
 
 
 @pytest.fixture(scope="session")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian's chromium is not installed at /usr/bin/chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
+def browser(chromium):
+    return chromium
 
 
 @pytest.fixture
