@@ -82,6 +82,15 @@ def chromium():
         browser.close()
 
 
+@pytest.fixture(scope="session")
+def graded_sample(tmp_path_factory):
+    """The sample class graded by `jaxpath grade` and by stock nbgrader (tests/sample_factory.py), once per test
+    process for every module that reads it: a `GradedSample` (sample, config, ours, theirs)."""
+    from sample_factory import graded_sample_class
+
+    return graded_sample_class(tmp_path_factory)
+
+
 @pytest.fixture
 def course(tmp_path) -> Path:
     """A small, valid course directory with one chapter of three exercises (no JAX: fast kernels)."""

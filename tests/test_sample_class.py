@@ -2,60 +2,22 @@
 identical copy: per-requirement partial credit gives the same points under both, the points the variants file
 says each wrong answer loses, and the feedback pages list each requirement and name the known mistake."""
 import html
-import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from jaxpath import Config
 from jaxpath.feedback import feedback
-from jaxpath.grade import Limits, grade, sandbox_problem
-from jaxpath.sample import SAMPLE_CHAPTERS, make_sample_class
-from jaxpath.validate import proof_path
+from jaxpath.sample import SAMPLE_CHAPTERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.full]
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-KNOWN = ("correct", "partly_wrong", "stub")
 
 
-def scores(root: Path) -> dict:
-    from nbgrader.api import Gradebook
-
-    out = {}
-    with Gradebook(f"sqlite:///{root / 'gradebook' / 'gradebook.db'}", "jax-path") as gb:
-        for sub in gb.assignment_submissions("basics"):
-            for nb in sub.notebooks:
-                out[(sub.student_id, nb.name)] = nb.score
-                for g in nb.grades:
-                    out[(sub.student_id, nb.name, g.name)] = g.auto_score
-    return out
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    config = Config.load(ROOT)
-    if not all(proof_path(config, c).exists() for c in SAMPLE_CHAPTERS):
-        pytest.skip("the sample chapters are not validated here (run `make`): no known mistakes to name")
-    base = tmp_path_factory.mktemp("sample")
-    sample = make_sample_class(config, base / "class")
-    stock = base / "stock"
-    shutil.copytree(sample.root, stock)
-    for student in set(sample.students) - set(KNOWN):
-        shutil.rmtree(sample.root / "submitted" / student)
-        shutil.rmtree(stock / "submitted" / student)
-    cfg = Config.load(sample.root)
-    grade(cfg, "basics", workers=2, limits=Limits(cell_timeout=120, notebook_timeout=900),
-          sandbox=sandbox_problem() is None)
-    env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    r = subprocess.run([str(BIN / "nbgrader"), "autograde", "basics"], cwd=stock, env=env, capture_output=True,
-                       text=True)
-    assert r.returncode == 0, r.stderr[-4000:]
-    return sample, cfg, scores(sample.root), scores(stock)
+@pytest.fixture
+def graded(graded_sample):
+    """(SampleClass, its Config, jaxpath's scores, stock nbgrader's): conftest's `graded_sample`, made once per
+    test process (tests/sample_factory.py)."""
+    return graded_sample
 
 
 def test_both_graders_give_the_points_each_wrong_answer_should_lose(graded):
@@ -80,6 +42,36 @@ def test_the_pages_list_each_requirement_and_name_the_known_mistakes(graded):
         assert re.search(r"◐ [0-9.]+ of [0-9.]+ points", summary), summary[:1500]
         assert re.search(r"✗ R\d+ \(0/[0-9.]+\) \S", summary) and re.search(r"✓ R\d+ \([0-9.]+/", summary)
         assert "A known mistake." in summary, f"{chapter}: no hint on the page\n{summary[:3000]}"
+
+
+def _failed_requirements(root: Path, student: str, chapter: str, exercise: str) -> list[str]:
+    """The ✗ lines (requirement, points, message) that the exercise's test cell printed when graded."""
+    import nbformat
+
+    nb = nbformat.read(root / "autograded" / student / f"{chapter}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == f"{exercise}-check")
+    text = "".join(o.get("text", "") for o in cell.get("outputs", []) if o.get("output_type") == "stream")
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("✗")]
+
+
+def test_the_shared_mistake_fails_alike_and_is_no_known_mistake(graded):
+    """The students of the sample's shared mistake wrote it independently, yet fail the same requirements with
+    the same messages on the hidden tests too; the variants file does not know it, so no page explains it."""
+    sample, cfg, ours, _ = graded
+    m = sample.shared_mistake
+    assert m is not None and len(m.students) == 2
+    failed = {s: _failed_requirements(sample.root, s, m.chapter, m.exercise) for s in m.students}
+    first = failed[m.students[0]]
+    assert [line.split()[1] for line in first] == list(m.breaks), failed
+    assert all(lines == first for lines in failed.values()), failed
+    stem = m.chapter.split("/")[1]
+    for s in m.students:
+        assert ours[(s, stem, f"{m.exercise}-check")] < ours[("correct", stem, f"{m.exercise}-check")]
+    pages = feedback(cfg, "basics", students=list(m.students))
+    assert not pages.problems, pages.problems
+    for s in m.students:
+        page = (cfg.root / "feedback" / s / f"{m.chapter}.html").read_text(encoding="utf-8")
+        assert "A known mistake." not in html.unescape(page), f"{s}: the shared mistake matched a known one"
 
 
 @pytest.mark.browser

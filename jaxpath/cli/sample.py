@@ -23,9 +23,9 @@ def run(args, config: Config) -> int:
     from . import main
 
     dest = config.build / "sample-class"
-    console.print(f"[bold]A sample class[/bold]: six synthetic students on {', '.join(args.chapters)}, graded in a "
-                  f"scratch copy of the course ({dest.relative_to(config.root)})")
     sample = make_sample_class(config, dest, tuple(args.chapters))
+    console.print(f"[bold]A sample class[/bold]: {len(sample.students)} synthetic students on {', '.join(args.chapters)}, "
+                  f"graded in a scratch copy of the course ({dest.relative_to(config.root)})")
     no_sandbox = bool(sandbox_problem())
     if no_sandbox:
         console.print(f"[yellow]no sandbox here ({sandbox_problem()}): grading the sample class without isolation[/yellow]")
