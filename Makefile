@@ -46,11 +46,13 @@ test-fast: $(STAMP)
 
 # Benchmarks (not tests): validation time per chapter (one at a time, so the times are comparable), mutation
 # testing of the whole course (its budget: 20 min on 2 cores), then one batch graded by `jaxpath grade` and by
-# stock `nbgrader autograde`, side by side.
+# stock `nbgrader autograde`, side by side; then the class-wide views (`jaxpath similar`) on synthetic classes of
+# 100, 300 and 1000 students, and how their time grows with the class.
 bench: $(STAMP)
 	$(BIN)/jaxpath validate --jobs 1 --times
 	$(BIN)/jaxpath mutants --jobs $(JOBS) --times
 	$(BIN)/python benchmarks/bench_grade.py
+	$(BIN)/python benchmarks/bench_insight.py
 
 # Upgrade drift: the course on jax 0.12.0 and on 0.11.2, compared with the pinned build, into reports/drift/ (README: upgrading).
 drift: $(STAMP)

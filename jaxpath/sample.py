@@ -382,3 +382,109 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
                        near_copies=NEAR_COPIES if present >= set(NEAR_COPIES) else (),
                        shared_mistake=mistake)
 
+
+# ---- a synthetic class of any size (benchmarks and tests of the class-wide views) ---------------------------
+@dataclass
+class SyntheticClass:
+    root: Path
+    part: str
+    students: list[str]
+    near_copies: list[tuple[str, str]]
+    """The planted pairs: the second student's answers are the first's, renamed again and recommented."""
+
+
+def rename(code: str, suffix: str, keep: set[str] = frozenset()) -> str:
+    """The code with every name it binds (assigned, a parameter, a function it defines), except those in `keep`,
+    renamed `<name>_<suffix>`; comments and layout as `ast.unparse` writes them."""
+    import ast
+
+    tree = ast.parse(code)
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+    new = {n: f"{n}_{suffix}" for n in bound - set(keep)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in new:
+            node.id = new[node.id]
+        elif isinstance(node, ast.arg) and node.arg in new:
+            node.arg = new[node.arg]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in new:
+            node.name = new[node.name]
+    return ast.unparse(tree)
+
+
+def own_lines(code: str, rng) -> str:
+    """The code with a line of the student's own (`step = <a number of its own>`) after every statement of every
+    function and loop body: two students who start from one answer then share no stretch longer than one of its
+    statements, as two people who wrote the same idea their own way."""
+    import ast
+
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.For, ast.While)):
+            body = []
+            for stmt in node.body:
+                body += [stmt, ast.parse(f"step = {rng.randrange(10 ** 6)}").body[0]]
+            node.body = body
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def answer_pool(source_nb, variants: dict) -> dict[str, list[str]]:
+    """grade_id -> every answer the course knows for that exercise: the reference, the alternatives and the wrong
+    answers of the variants file."""
+    pool = {}
+    for gid, ref in answers_from_source(source_nb).items():
+        entry = variants.get(gid.removesuffix("-answer"), {})
+        pool[gid] = [ref] + [v["code"] for kind in ("alternative", "wrong") for v in entry.get(kind, [])]
+    return pool
+
+
+def synthetic_class(config: Config, dest: Path, students: int, *, chapters=SAMPLE_CHAPTERS,
+                    near_copies: int | None = None, seed: int = 0) -> SyntheticClass:
+    """A course at `dest` (the chapters' source and released notebooks, no gradebook) with `students` submissions
+    of `chapters`, for measuring and testing the class-wide views at any size; not meant to be graded. Each answer
+    is one the course knows for its exercise (`answer_pool`, drawn at random), its names renamed for the student
+    and lines of its own after each statement (`own_lines`). `near_copies` pairs (default: one per 100 students,
+    at least one) are planted: the second student's answers are the first's, renamed again and recommented."""
+    import random
+
+    rng = random.Random(seed)
+    shutil.rmtree(dest, ignore_errors=True)
+    part = chapters[0].split("/")[0]
+    dest.mkdir(parents=True)
+    for name in ("nbgrader_config.py", "course.toml"):
+        shutil.copy(config.root / name, dest / name)
+    names = [f"s{n:04d}" for n in range(students)]
+    pairs = max(1, students // 100) if near_copies is None else near_copies
+    copied = dict(zip(names[1:2 * pairs:2], names[0:2 * pairs:2]))  # copier -> the student it copies
+    for cid in chapters:
+        stem = cid.split("/")[1]
+        for kind, base in (("source", config.source), ("release", config.release)):
+            (dest / kind / part).mkdir(parents=True, exist_ok=True)
+            shutil.copy(base / f"{cid}.ipynb", dest / kind / part / f"{stem}.ipynb")
+        src = nbformat.read(config.source / f"{cid}.ipynb", as_version=4)
+        released = json.loads((config.release / f"{cid}.ipynb").read_text(encoding="utf-8"))
+        pool = answer_pool(src, tomllib.loads((config.variants / f"{cid}.toml").read_text()))
+        keep = {gid.removesuffix("-answer") for gid in pool}
+        written: dict[str, dict[str, str]] = {}
+        for student in names:
+            if student in copied:
+                written[student] = {gid: "# my own version\n" + rename(code, student, keep)
+                                    for gid, code in written[copied[student]].items()}
+            else:
+                written[student] = {gid: rename(own_lines(rng.choice(codes), rng), student, keep)
+                                    for gid, codes in pool.items()}
+            nb = json.loads(json.dumps(released))
+            for cell in nb["cells"]:
+                if grade_id(cell) in written[student]:
+                    cell["source"] = written[student][grade_id(cell)]
+            d = dest / "submitted" / student / part
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{stem}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+            (d / "timestamp.txt").write_text(TIMESTAMP)
+    return SyntheticClass(dest, part, names, [(a, b) for b, a in copied.items()])
