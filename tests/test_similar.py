@@ -158,9 +158,9 @@ class TestSampleClass:
         assert all(p.score < THRESHOLD for p in r.pairs if p is not pair)
 
     def test_the_course_code_and_the_shared_mistake_are_no_match(self, sample_pairs):
-        """The reference answers (the correct student's, most of the partly-wrong, crashing and mistaken
-        students') and the stub are everyone's starting point: those students pair with no one. The shared
-        mistake was written twice, independently: its students are not paired."""
+        """The reference answers (the correct student's, and off_by_one's but one) and the stub are everyone's
+        starting point, and the partly-wrong student's known wrong answers are its own: none of them pairs with
+        anyone. The shared mistake was written twice, independently: its students are not paired."""
         sample, r = sample_pairs
         paired = {s for p in r.pairs for s in (p.a, p.b)}
         assert not paired & {"correct", "stub", "partly_wrong"}, [(p.a, p.b, p.score) for p in r.pairs]
