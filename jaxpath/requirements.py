@@ -285,6 +285,16 @@ def parse_outcomes(text: str) -> list[Outcome]:
     return out
 
 
+def outcome_text(exercise: str, outcomes: list[Outcome]) -> str:
+    """What `check.score()` prints for these outcomes (jaxpath/kernel/requirements.py): the inverse of
+    `parse_outcomes`, for synthetic graded notebooks (tests, benchmarks)."""
+    lines = [f"{exercise}:"]
+    for o in outcomes:
+        got = f"{o.points:g}" if o.passed else "0" if o.mark == "✗" else "?"
+        lines.append(f"  {o.mark} {o.rid} ({got}/{o.points:g})" + (f": {o.message}" if o.message else ""))
+    return "\n".join(lines) + "\n"
+
+
 def cell_outcomes(cell) -> list[Outcome]:
     """The requirement lines of an executed test cell's stdout."""
     text = "".join(o.get("text", "") for o in cell.get("outputs", [])
@@ -300,6 +310,9 @@ class Mistake:
     failed: dict[str, str]
     """Requirement id -> the ✗ message, exactly as the checks printed it for this answer."""
     hint: str
+    """What the feedback page tells a learner whose answer fails like this ("" for a wrong answer without one)."""
+    why: str = ""
+    """The wrong answer's `why` in the variants file ("" in a proof written before it was recorded)."""
 
     def matches(self, outcomes: list[Outcome]) -> bool:
         """The same requirements failed with the same messages: the checks' inputs (visible and hidden) saw the
@@ -308,19 +321,31 @@ class Mistake:
         return bool(got) and got == self.failed
 
 
-def known_mistakes(config: Config, chapter_id: str) -> dict[str, list[Mistake]]:
-    """exercise name -> its wrong answers that have a hint, with the failures validate recorded for them (in
-    build/validated/, written by a successful `jaxpath validate`); {} when the chapter was not validated here."""
+def known_mistakes(config: Config, chapter_id: str, *, every: bool = False) -> dict[str, list[Mistake]]:
+    """exercise name -> its wrong answers that have a hint (`every`: all its wrong answers), with the failures
+    validate recorded for them (in build/validated/, written by a successful `jaxpath validate`); {} when the
+    chapter was not validated here. A proof written before validate recorded every wrong answer holds only
+    those with a hint (`records_every_wrong` tells)."""
+    out: dict[str, list[Mistake]] = {}
+    for m in _proof(config, chapter_id).get("mistakes", []):
+        if every or m.get("hint"):
+            out.setdefault(m["exercise"], []).append(Mistake(m["exercise"], m["number"], m["failed"], m.get("hint", ""),
+                                                             m.get("why", "")))
+    return out
+
+
+def records_every_wrong(config: Config, chapter_id: str) -> bool:
+    """Whether the chapter's proof records every wrong answer's failures (not only those with a hint)."""
+    return bool(_proof(config, chapter_id).get("every_wrong"))
+
+
+def _proof(config: Config, chapter_id: str) -> dict:
     import json
 
     from .validate import proof_path
 
-    path = proof_path(config, chapter_id)
     try:
-        data = json.loads(path.read_text(encoding="utf-8")).get("mistakes", [])
+        data = json.loads(proof_path(config, chapter_id).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    out: dict[str, list[Mistake]] = {}
-    for m in data:
-        out.setdefault(m["exercise"], []).append(Mistake(m["exercise"], m["number"], m["failed"], m["hint"]))
-    return out
+    return data if isinstance(data, dict) else {}

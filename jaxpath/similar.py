@@ -35,13 +35,13 @@ import csv
 import hashlib
 import io
 import itertools
-import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cells import grade_id, is_answer, solution_source, stub_source
+from .classwide import cell_text, read_json, student_notebooks
 from .config import Config
 from .errors import JaxpathError
 from .files import write_atomic
@@ -190,17 +190,8 @@ def _drop(fp, hashes: set) -> None:
 
 
 # ---- reading the course and the class ----------------------------------------------------------------------
-def _source_text(cell) -> str:
-    s = cell.get("source", "")
-    return "".join(s) if isinstance(s, list) else str(s)
 
 
-def _read_json(path: Path) -> dict:
-    with open(path, encoding="utf-8") as f:
-        nb = json.load(f)
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise ValueError("no list of cells")
-    return nb
 
 
 def _course_side(config: Config, part: str) -> dict[str, tuple[list[str], object]]:
@@ -213,14 +204,14 @@ def _course_side(config: Config, part: str) -> dict[str, tuple[list[str], object
     for rel_path in notebooks:
         src_path = config.source / part / rel_path.name
         try:
-            rel, src = _read_json(rel_path), _read_json(src_path)
+            rel, src = read_json(rel_path), read_json(src_path)
         except (OSError, ValueError) as e:
             raise JaxpathError(f"{e.filename if isinstance(e, OSError) else rel_path}: cannot be read: {e}") from None
         answers = [grade_id(c) for c in rel["cells"] if is_answer(c)]
-        given = [_source_text(c) for c in rel["cells"] if c.get("cell_type") == "code"]
+        given = [cell_text(c) for c in rel["cells"] if c.get("cell_type") == "code"]
         for c in src["cells"]:
             if is_answer(c):
-                given += [stub_source(_source_text(c)), solution_source(_source_text(c))]
+                given += [stub_source(cell_text(c)), solution_source(cell_text(c))]
         missing = set(answers) - {grade_id(c) for c in src["cells"] if is_answer(c)}
         if missing:
             raise JaxpathError(f"{src_path}: no answer cell {', '.join(sorted(missing))} (the release has it): "
@@ -229,18 +220,6 @@ def _course_side(config: Config, part: str) -> dict[str, tuple[list[str], object
     return out
 
 
-def _submissions(root: Path, part: str, notebooks) -> tuple[list[str], list[tuple[str, str, Path]]]:
-    """(students with a folder for the part, [(student, notebook, path)] of the notebooks they handed in)."""
-    students, found = [], []
-    if not root.is_dir():
-        return students, found
-    for sdir in sorted(p for p in root.iterdir() if p.is_dir()):
-        pdir = sdir / part
-        if not pdir.is_dir():
-            continue
-        students.append(sdir.name)
-        found += [(sdir.name, nb, pdir / f"{nb}.ipynb") for nb in notebooks if (pdir / f"{nb}.ipynb").is_file()]
-    return students, found
 
 
 # ---- comparing -----------------------------------------------------------------------------------------
@@ -305,14 +284,14 @@ def similar(config: Config, part: str, *, threshold: float = THRESHOLD, min_matc
     own (see the module's docstring); writes the report (`output`, a folder: index.html and pairs.csv; default
     build/similar/<part>/)."""
     course = _course_side(config, part)
-    students, files = _submissions(config.root / "submitted", part, course)
+    students, files = student_notebooks(config.root / "submitted", part, course)
     step = on_progress or (lambda stage, done, total: None)
     by_exercise: dict[tuple[str, str], list[Answer]] = defaultdict(list)
     skipped: list[str] = []
     for n, (student, notebook, path) in enumerate(files, start=1):
         step("fingerprinting", n, len(files))
         try:
-            nb = _read_json(path)
+            nb = read_json(path)
         except (OSError, UnicodeDecodeError, ValueError) as e:
             skipped.append(f"{path.relative_to(config.root)}: not a readable notebook ({type(e).__name__}: {e})")
             continue
@@ -321,7 +300,7 @@ def similar(config: Config, part: str, *, threshold: float = THRESHOLD, min_matc
         cells: dict[str, int] = {}
         for i, cell in enumerate(nb["cells"]):
             if isinstance(cell, dict) and is_answer(cell) and grade_id(cell) in wanted:
-                codes[grade_id(cell)].append(_source_text(cell))
+                codes[grade_id(cell)].append(cell_text(cell))
                 cells.setdefault(grade_id(cell), i + 1)
         for gid, pieces in codes.items():
             code = "\n".join(pieces)

@@ -159,9 +159,9 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise, mistakes: list | None
             problems += _points_problems(ch, ex, r, v.label, set(v.breaks))
             if v.kind == "wrong":
                 caught |= {rid for sc in r.scores if sc for rid in sc.get("failed", {})} & set(v.breaks)
-                if v.hint and mistakes is not None and r.scores and r.scores[0]:
+                if mistakes is not None and r.scores and r.scores[0]:
                     mistakes.append({"exercise": ex.name, "number": v.number, "failed": r.scores[0]["failed"],
-                                     "hint": v.hint})
+                                     "hint": v.hint, "why": v.why})
         if v.kind == "wrong" and all(p for _, p, _ in r.tests):
             problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
                                        "must catch it", ex.answer, ex.name))
@@ -197,7 +197,8 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise, mistakes: list | None
 def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None,
                 mistakes: list | None = None) -> tuple[list[Problem], nbformat.NotebookNode]:
     """Execute a chapter with its variants; return the problems and the executed notebook. `mistakes` collects
-    how the tests judged each wrong answer that has a hint (jaxpath.requirements.Mistake)."""
+    how the tests judged each wrong answer of an exercise scored per requirement (jaxpath.requirements.Mistake;
+    its hint is "" where it has none)."""
     problems: list[Problem] = []
     nb = copy.deepcopy(ch.nb)
     for cell in nb.cells:
@@ -264,7 +265,8 @@ def validation_key(config: Config, chapter_id: str) -> str:
 
 
 def proof_path(config: Config, chapter_id: str) -> Path:
-    """Where a successful validation leaves its proof: its key, counts and the known mistakes (with hints)."""
+    """Where a successful validation leaves its proof: its key, counts and the known mistakes (every wrong answer
+    as the checks judged it; `every_wrong`: true says so, a proof without it holds only those with a hint)."""
     return config.build / "validated" / f"{chapter_id}.json"
 
 
@@ -323,7 +325,7 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: b
             report.executed = out
         if not report.problems:
             write_atomic(proof, json.dumps({"key": key, "exercises": report.exercises, "variants": report.variants,
-                                            "mistakes": mistakes}))
+                                            "mistakes": mistakes, "every_wrong": True}))
     report.seconds = time.perf_counter() - t0
     return report
 

@@ -3,6 +3,7 @@ the few summary lines several commands print alike."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from rich.console import Console
 
@@ -32,3 +33,30 @@ def summary(course_problems, reports) -> int:
     console.print(f"{len(reports) - bad}/{len(reports)} chapters valid"
                   + (f"; {len(course_problems)} course problem(s)" if course_problems else ""))
     return 1 if bad or course_problems else 0
+
+
+@contextmanager
+def stage_bars(first: str, large: int):
+    """Progress bars for a class-wide view's stages: yields its `on_progress(stage, done, total)`, which shows a bar
+    per stage once the `first` stage counts at least `large` items (a small class gets none), and clears them at the
+    end."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    tasks: dict[str, int] = {}
+
+    def on_progress(stage: str, done: int, total: int) -> None:
+        if stage == first and done == 1 and total >= large:
+            progress.start()
+        if not progress.live.is_started:
+            return
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(stage, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    try:
+        yield on_progress
+    finally:
+        if progress.live.is_started:
+            progress.stop()

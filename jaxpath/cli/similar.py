@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import Config
-from ._console import console
+from ._console import console, stage_bars
 
 LARGE_CLASS = 50
 """Submitted notebooks from which a progress bar is shown."""
@@ -28,28 +28,11 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ..similar import similar
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True)
-    tasks: dict[str, int] = {}
-
-    def on_progress(stage: str, done: int, total: int) -> None:
-        if stage == "fingerprinting" and done == 1 and total >= LARGE_CLASS:
-            progress.start()
-        if not progress.live.is_started:
-            return
-        if stage not in tasks:
-            tasks[stage] = progress.add_task(stage, total=total)
-        progress.update(tasks[stage], completed=done, total=total)
-
-    try:
+    with stage_bars("fingerprinting", LARGE_CLASS) as on_progress:
         r = similar(config, args.part, threshold=args.threshold, min_match=args.min_match, max_shared=args.max_shared,
                     output=args.output, on_progress=on_progress)
-    finally:
-        progress.stop()
     for s in r.skipped:
         console.print(f"[yellow]skipped:[/yellow] {s}", soft_wrap=True)
     console.print(f"{r.students} students, {r.answers} answer cells; {len(r.pairs)} pair(s) of students share a stretch "
