@@ -1,4 +1,5 @@
-"""Benchmark: the class-wide views (`jaxpath similar`, ...) on synthetic classes of 100, 300 and 1000 students.
+"""Benchmark: the class-wide views (`jaxpath similar`, `jaxpath clusters`) on synthetic classes of 100, 300 and 1000
+students.
 
 Each class is `jaxpath.sample.synthetic_class`: every answer of the sample chapters one the course knows (the
 reference, an alternative or a wrong answer of the variants file), renamed for its student, with lines of the
@@ -7,7 +8,10 @@ it prints the seconds (the best of `--rounds` runs, the class made once per size
 how the time grows: the exponent e in time ~ students^e between consecutive sizes (1: linear; all pairs
 compared would tend to 2). A benchmark, not a test: compare numbers from one run only.
 
-    .venv/bin/python benchmarks/bench_insight.py [--sizes 100 300 1000] [--commands similar] [--rounds 3]
+    .venv/bin/python benchmarks/bench_insight.py [--sizes 100 300 1000] [--commands similar clusters] [--rounds 3]
+
+`clusters` reads autograded notebooks: `graded_class` writes them for the class without a kernel (the known answers
+with the requirement lines each gets, a planted shared mistake and planted answers written unlike the course).
 
 A command is one function `(Config, SyntheticClass) -> Measure` in COMMANDS: a new class-wide view adds its own.
 """
@@ -62,7 +66,133 @@ def run_similar(config: Config, course: SyntheticClass) -> Measure:
                             f"{len(planted & flagged)} of the {len(planted)} planted", planted <= flagged)
 
 
-COMMANDS: dict[str, Callable[[Config, SyntheticClass], Measure]] = {"similar": run_similar}
+PLANTED = "planted: index 5 of a 5-row table gave its last row instead of fill"
+"""The ✗ message of the shared mistake planted in a graded synthetic class (no wrong answer of the course has it)."""
+
+
+@dataclass
+class GradedPlan:
+    """What a graded synthetic class was made to hold, for checking what `jaxpath clusters` finds."""
+    wrong: dict[tuple[str, str], int]     # (exercise, student) -> the known wrong answer's number it answered with
+    shared: set[str]                      # the students of the planted shared mistake (SHARED_MISTAKE's exercise)
+    novel: set[str]                       # the students who wrote near_copy_a's passing answers (unlike the course)
+    novel_exercises: set[str]
+
+
+_GRADED: dict[Path, GradedPlan] = {}
+
+
+def graded_class(course: SyntheticClass, seed: int = 1) -> GradedPlan:
+    """Autograded notebooks for the synthetic class's students, written without a kernel (once per class): each
+    answer drawn from the course's known answers of its exercise (the reference, an alternative or a wrong answer),
+    renamed for the student, its test cell showing the requirement lines that answer gets (a wrong answer: its
+    `breaks` fail with a message of its own, which the chapter's proof, written here too, records for it). Planted,
+    two per 100 students each: the sample's shared mistake (lookup_or_fill, R1 failing with PLANTED: no known wrong
+    answer) and near_copy_a's passing answers of the other exercises (written unlike the course). The class's own
+    submitted answers (`similar`'s input) are not read."""
+    import json
+    import random
+    import tomllib
+
+    from jaxpath.cells import grade_id, solution_source
+    from jaxpath.requirements import Outcome, outcome_text
+    from jaxpath.sample import SHARED_MISTAKE, WRITTEN, rename
+    from jaxpath.validate import proof_path
+
+    if course.root in _GRADED:
+        return _GRADED[course.root]
+    rng = random.Random(seed)
+    config, target = Config.load(ROOT), Config.load(course.root)
+    pairs = max(1, len(course.students) // 100)
+    shared, novel = set(course.students[-2 * pairs:]), set(course.students[-4 * pairs:-2 * pairs])
+    plan = GradedPlan({}, shared, novel, set())
+    for cid in SAMPLE_CHAPTERS:
+        stem = cid.split("/")[1]
+        (target.variants / course.part).mkdir(parents=True, exist_ok=True)
+        shutil.copy(config.variants / f"{cid}.toml", target.variants / f"{cid}.toml")
+        variants = tomllib.loads((config.variants / f"{cid}.toml").read_text(encoding="utf-8"))
+        text = (config.source / f"{cid}.ipynb").read_text(encoding="utf-8")
+        source = json.loads(text)
+        pool: dict[str, list[tuple[str, dict, int | None]]] = {}
+        mistakes = []
+        for cell in source["cells"]:
+            gid = grade_id(cell) or ""
+            if not gid.endswith("-answer"):
+                continue
+            name = gid.removesuffix("-answer")
+            entry = variants[name]
+            pool[name] = [(solution_source("".join(cell["source"])), {}, None)]
+            pool[name] += [(a["code"], {}, None) for a in entry.get("alternative", [])]
+            for k, w in enumerate(entry.get("wrong", []), start=1):
+                breaks = [w["breaks"]] if isinstance(w["breaks"], str) else list(w["breaks"])
+                failed = {rid: f"{rid} failed as wrong answer #{k} of {name} does (synthetic)" for rid in breaks}
+                pool[name].append((w["code"], failed, k))
+                mistakes.append({"exercise": name, "number": k, "failed": failed, "hint": w.get("hint", ""),
+                                 "why": w.get("why", "")})
+        proof = proof_path(target, cid)
+        proof.parent.mkdir(parents=True, exist_ok=True)
+        proof.write_text(json.dumps({"key": "synthetic", "every_wrong": True, "mistakes": mistakes}), encoding="utf-8")
+        for student in course.students:
+            nb = json.loads(text)
+            for cell in nb["cells"]:
+                gid = grade_id(cell) or ""
+                name = gid.removesuffix("-answer").removesuffix("-check")
+                if cell.get("cell_type") != "code" or name not in pool:
+                    continue
+                if gid.endswith("-answer"):
+                    mine = WRITTEN["near_copy_a"].get(cid, {}).get(gid)
+                    if cid == SHARED_MISTAKE.chapter and name == SHARED_MISTAKE.exercise and student in shared:
+                        code = WRITTEN[rng.choice(SHARED_MISTAKE.students)][cid][gid]
+                        failed, number = {"R1": PLANTED}, None
+                    elif student in novel and mine and name != SHARED_MISTAKE.exercise:
+                        code, failed, number = mine, {}, None
+                        plan.novel_exercises.add(name)
+                    else:
+                        code, failed, number = rng.choice(pool[name])
+                    if number is not None:
+                        plan.wrong[(name, student)] = number
+                    cell["source"] = rename(code, student, {name})
+                    cell["outputs"], cell["execution_count"] = [], 1
+                else:
+                    outcomes = [Outcome(rid, "✗" if rid in failed else "✓", pts, failed.get(rid, ""))
+                                for rid, pts in variants[name]["points"].items()]
+                    cell["outputs"] = [
+                        {"output_type": "stream", "name": "stdout", "text": outcome_text(name, outcomes)},
+                        {"output_type": "execute_result", "execution_count": 2, "metadata": {},
+                         "data": {"text/plain": f"{sum(o.points for o in outcomes if o.passed):g}"}}]
+                    cell["execution_count"] = 2
+            d = course.root / "autograded" / student / course.part
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{stem}.ipynb").write_text(json.dumps(nb), encoding="utf-8")
+    _GRADED[course.root] = plan
+    return plan
+
+
+def run_clusters(config: Config, course: SyntheticClass) -> Measure:
+    """`jaxpath clusters --propose` (the API, as the command calls it) on the graded synthetic class (made first, not
+    timed): the planted shared mistake must be the one cluster that is no known mistake, every wrong answer drawn from
+    the course its known one, and near_copy_a's answers the passing ones written unlike the course."""
+    from jaxpath.clusters import KNOWN, UNKNOWN, clusters
+
+    plan = graded_class(course)
+    t0 = time.perf_counter()
+    r = clusters(Config.load(course.root), course.part, propose=True, output=course.root / "build" / "bench-clusters")
+    seconds = time.perf_counter() - t0
+    unknown = [(ex.exercise, set(c.students)) for ex in r.exercises for c in ex.of_kind(UNKNOWN)]
+    unlike = {ex.exercise: [set(u.students) for u in ex.unlike] for ex in r.exercises if ex.unlike}
+    known = {(ex.exercise, s): {m.number for m in c.known} for ex in r.exercises for c in ex.of_kind(KNOWN)
+             for s in c.students}
+    ok = (unknown == [("lookup_or_fill", plan.shared)] and unlike == {e: [plan.novel] for e in plan.novel_exercises}
+          and all(n in known.get(key, ()) for key, n in plan.wrong.items()))
+    answers = sum(ex.answers for ex in r.exercises)
+    return Measure(seconds, f"{answers} answers in {sum(len(ex.clusters) for ex in r.exercises)} clusters; "
+                            f"{sum(len(ex.of_kind(KNOWN)) for ex in r.exercises)} known mistakes, "
+                            f"{len(unknown)} not known ({sum(len(s) for _, s in unknown)} students; planted "
+                            f"{len(plan.shared)}), {sum(len(g) for g in unlike.values())} groups written unlike the "
+                            f"course (planted {len(plan.novel_exercises)})", ok)
+
+
+COMMANDS: dict[str, Callable[[Config, SyntheticClass], Measure]] = {"similar": run_similar, "clusters": run_clusters}
 
 
 def measure(command: str, course: SyntheticClass, rounds: int) -> Measure:

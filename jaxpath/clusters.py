@@ -547,7 +547,7 @@ def _chart(ex: ExerciseClusters) -> str:
     for kind in KIND_WORDS:
         if any(c.kind == kind for c in shown):
             ax.bar(0, 0, color=KIND_COLOURS[kind], label=KIND_WORDS[kind])
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -563,6 +563,13 @@ def _highlight(code: str):
     return Markup(highlight(code or "# (no answer cell)", PythonLexer(), HtmlFormatter(cssclass="highlight")))
 
 
+def _inline(text: str):
+    """A requirement's markdown text as safe HTML: escaped, `code` spans kept."""
+    from markupsafe import Markup, escape
+
+    return Markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", str(escape(text))))
+
+
 def _write_pages(report: ClustersReport, out: Path, step: Progress) -> None:
     from pygments.formatters import HtmlFormatter
 
@@ -575,9 +582,9 @@ def _write_pages(report: ClustersReport, out: Path, step: Progress) -> None:
         step("pages", n, len(report.exercises))
         ex.page = out / names[(ex.notebook, ex.exercise)]
         write_atomic(ex.page, page.render(part=report.part, ex=ex, chart=_chart(ex) if ex.clusters else "", css=css,
-                                          highlight=_highlight, kinds=KIND_WORDS, colours=KIND_COLOURS, like=LIKE))
+                                          highlight=_highlight, inline=_inline, colours=KIND_COLOURS, like=LIKE))
     report.index = out / "index.html"
-    write_atomic(report.index, template("clusters-index.html.j2").render(r=report, kinds=KIND_WORDS, like=LIKE,
+    write_atomic(report.index, template("clusters-index.html.j2").render(r=report, like=LIKE,
                                                                          names=names, UNKNOWN=UNKNOWN, KNOWN=KNOWN))
 
 
@@ -608,20 +615,25 @@ def _toml_string(text: str) -> str:
 
 
 def _comment(text: str) -> str:
-    return "\n".join("# " + line if line else "#" for line in text.splitlines())
+    """`text` as TOML comment lines of at most 120 characters."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, 118, initial_indent="# ", subsequent_indent="# ", break_long_words=False,
+                                   break_on_hyphens=False))
 
 
 def _wrong_entry(ex: ExerciseClusters, c: Cluster) -> str:
     breaks = c.behaviour.breaks()
     messages = c.behaviour.failed or {"": e for e in c.behaviour.errors if e}
     caught = "; ".join(f"{rid} fails: {msg}" if rid else msg for rid, msg in messages.items())
-    lines = [f"# ---- {ex.exercise}, cluster C{c.number}: {c.size} answer(s) of {len(set(c.students))} student(s), "
-             "failing in a way no known wrong answer does",
+    lines = [_comment(f"---- {ex.exercise}, cluster C{c.number}: {c.size} answer(s) of {len(set(c.students))} "
+                      "student(s), failing in a way no known wrong answer does"),
              _comment(f"The tests already catch it: {caught}"),
-             "# Recording it lets the feedback page explain this mistake (with a hint) and keeps it caught when the "
-             "tests change."]
+             _comment("Recording it lets the feedback page explain this mistake (with a hint) and keeps it caught when "
+                      "the tests change.")]
     if c.code_like:
-        lines.append(f"# Its code is written like {c.code_like}, which fails otherwise: is it a variant of that one?")
+        lines.append(_comment(f"Its code is written like {c.code_like}, which fails otherwise: is it a variant of "
+                              "that one?"))
     rid_list = ", ".join(json.dumps(r) for r in breaks)
     lines += [f"[[{ex.exercise}.wrong]]",
               f'why = "{TODO}: the misconception, in one line"',
@@ -633,10 +645,11 @@ def _wrong_entry(ex: ExerciseClusters, c: Cluster) -> str:
 
 def _alternative_entry(ex: ExerciseClusters, u: Unlike) -> str:
     return "\n".join([
-        f"# ---- {ex.exercise}: {u.size} passing answer(s) of {len(set(u.students))} student(s) written unlike the "
-        f"reference and every known alternative (closest: {u.closest}, likeness {u.likeness:.2f} < {LIKE:g})",
-        "# It passes every check. If it is in fact wrong, no test catches it: add a check that does, and record it "
-        "as a [[name.wrong]] instead.",
+        _comment(f"---- {ex.exercise}: {u.size} passing answer(s) of {len(set(u.students))} student(s) written unlike "
+                 f"the reference and every known alternative (closest: {u.closest}, likeness {u.likeness:.2f} < "
+                 f"{LIKE:g})"),
+        _comment("It passes every check. If it is in fact wrong, no test catches it: add a check that does, and record "
+                 "it as a [[name.wrong]] instead."),
         f"[[{ex.exercise}.alternative]]",
         f'why = "{TODO}: the idea, in one line"',
         f"code = {_toml_string(without_comments(u.representative.code))}"])

@@ -258,8 +258,10 @@ def test_the_proposals_name_the_catching_requirement_and_no_student(report, cour
     wrong = entries["wrong"][0]
     assert wrong["breaks"] == ["R1"] and wrong["why"].startswith(TODO) and "hint" not in wrong
     assert "idx <= table.shape[0]" in wrong["code"]
-    assert f"The tests already catch it: R1 fails: {OFF_BY_ONE}" in text
-    assert "It passes every check. If it is in fact wrong, no test catches it" in text
+    flat = text.replace("\n# ", " ")  # the comments, unwrapped
+    assert f"The tests already catch it: R1 fails: {OFF_BY_ONE}" in flat
+    assert "It passes every check. If it is in fact wrong, no test catches it" in flat
+    assert max(len(line) for line in text.splitlines() if line.startswith("#")) <= 120
     assert "jax.lax.select" in entries["alternative"][0]["code"]
     assert "# ================ into variants/basics/01_introduction.toml ================" in text
     for student in codes:
@@ -325,7 +327,8 @@ def test_one_exercise_and_the_command_line(course, tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["--root", str(root), "clusters", "basics", EXERCISE, "--output", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert printed.startswith("14 students, 1 exercises\n") and "3 in 2 cluster(s) not a known mistake" in printed
+    assert printed.startswith("14 students with graded notebooks, 1 exercises\n")
+    assert "3 in 2 cluster(s) not a known mistake" in printed
     assert sorted(p.name for p in out.iterdir()) == ["index.html", f"{EXERCISE}.html"]
     assert main(["--root", str(root), "clusters", "basics", "no_such_exercise", "--output", str(out)]) == 2
     assert "basics has no exercise 'no_such_exercise'; its exercises: accumulate, brighten" in capsys.readouterr().out

@@ -46,12 +46,12 @@ def run(args, config: Config) -> int:
     notes = sorted({n for ex in r.exercises for n in ex.notes})
     for n in notes:
         console.print(f"[yellow]note:[/yellow] {n}", soft_wrap=True)
-    console.print(f"{r.students} students, {len(r.exercises)} exercises")
+    console.print(f"{r.students} students with graded notebooks, {len(r.exercises)} exercises")
     for ex in r.exercises:
         counts = {kind: sum(c.size for c in ex.of_kind(kind)) for kind in KIND_WORDS}
         unknown = ex.of_kind(UNKNOWN)
-        line = (f"  {ex.exercise:<24} {ex.answers:>5} answers in {len(ex.clusters):>3} clusters: {counts[PASSES]} pass "
-                f"({sum(u.size for u in ex.unlike)} written unlike the course), {counts[KNOWN]} known mistakes")
+        line = (f"  {ex.exercise:<22} {ex.answers:>5} answers in {len(ex.clusters):>3} clusters: {counts[PASSES]} pass "
+                f"({sum(u.size for u in ex.unlike)} written unlike the course), {counts[KNOWN]} known wrong answer(s)")
         if unknown:
             line += f", [bold]{counts[UNKNOWN]} in {len(unknown)} cluster(s) not a known mistake[/bold]"
         console.print(line)
