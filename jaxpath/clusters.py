@@ -456,8 +456,6 @@ Progress = Callable[[str, int, int], None]
 """on_progress(stage, done, total): "reading" per autograded notebook, "pages" per exercise page written."""
 
 
-
-
 def clusters(config: Config, part: str, exercise: str | None = None, *, propose: bool = False,
              output: Path | None = None, on_progress: Progress | None = None) -> ClustersReport:
     """Groups every autograded answer of the part (or of `exercise`, a name) by behaviour; writes a page per exercise
@@ -544,10 +542,10 @@ def _chart(ex: ExerciseClusters) -> str:
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("answers")
     ax.set_title(f"{ex.exercise}: answers per behaviour")
-    for kind in KIND_WORDS:
-        if any(c.kind == kind for c in shown):
-            ax.bar(0, 0, color=KIND_COLOURS[kind], label=KIND_WORDS[kind])
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=KIND_COLOURS[k], label=KIND_WORDS[k]) for k in KIND_WORDS if any(c.kind == k for c in shown)],
+              loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)
