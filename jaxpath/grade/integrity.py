@@ -86,18 +86,24 @@ def notebook_imports(sources) -> list[str]:
 _KERNEL_NAMES = "__jaxpath_fp, __jaxpath_prelude, __jaxpath_probe"
 
 
+def _as_cell(code: str) -> str:
+    """A cell that runs `code` in the user namespace: compiled by `exec` from one string literal, not line by
+    line through IPython's transformers (a probe spent half its time there)."""
+    return f"exec(compile({code!r}, '<jaxpath integrity>', 'exec'))\n"
+
+
 def prelude_code(imports=IMPORTS, roots=WATCH_ROOTS) -> str:
     """The cell that runs the prelude (jaxpath/kernel/integrity.py) and leaves no name behind."""
     imports = tuple(dict.fromkeys([*IMPORTS, *imports]))
     roots = tuple(dict.fromkeys([*WATCH_ROOTS, *roots]))
-    return f"{kernel_source('integrity')}\n__jaxpath_prelude({roots!r}, {imports!r}); del {_KERNEL_NAMES}\n"
+    return _as_cell(f"{kernel_source('integrity')}\n__jaxpath_prelude({roots!r}, {imports!r}); del {_KERNEL_NAMES}\n")
 
 
 def probe_code(nonce: str, names=(), ignore=()) -> str:
     """The cell that runs the probe after a test cell and leaves no name behind."""
     ignore = sorted({*ignore, *VOLATILE})
-    return (f"{kernel_source('integrity')}\n__jaxpath_probe({nonce!r}, {sorted(names)!r}, set({ignore!r})); "
-            f"del {_KERNEL_NAMES}\n")
+    return _as_cell(f"{kernel_source('integrity')}\n__jaxpath_probe({nonce!r}, {sorted(names)!r}, set({ignore!r})); "
+                    f"del {_KERNEL_NAMES}\n")
 
 
 _STATE = "__import__('sys').modules['_jaxpath_integrity']"
