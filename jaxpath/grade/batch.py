@@ -15,7 +15,7 @@ from ..files import remove_orphaned_temp_dirs
 from . import cachepack
 from .coordinator import Coordinator, GradeReport, Job
 from .dispatch import connect, disconnect, dispatch
-from .follow import FOLLOWERS_PER_CORE, ReferenceGate, register, warm_turns, withdraw
+from .follow import FOLLOWERS_PER_CORE, ReferenceGate
 from .fontlist import font_list
 from .limits import Limits
 from .record import Status, gradebook_call
@@ -86,7 +86,7 @@ class Batch:
         self.times = self.report.times
         isolation_log.info("isolation: %s (%s)", self.coord.level.name, self.coord.level.describe())
         self.background = ThreadPoolExecutor(max_workers=2, thread_name_prefix="jaxpath-grade")
-        self.connection = self.refs = self.fonts = self.gate = self.warm = None
+        self.connection = self.refs = self.fonts = self.gate = None
         self.packed: list = []
         self.specs: dict[str, IntegritySpec] = {}
         """Per notebook, the integrity checks a task runs before its reference run is done (read once)."""
@@ -117,8 +117,6 @@ class Batch:
             os.chmod(self.cache, 0o755)  # mounted into the sandboxes from the first task on
         cores = _cores()
         self.gate = ReferenceGate(cores, None if self.scheduler else workers)
-        if not self.scheduler:  # the turns of the tasks sent once every reference run is done (follow.SPARE_KERNELS)
-            self.warm = register(warm_turns(min(cores, workers)), "warm")
         # Only the notebooks this batch will run: a notebook nobody submitted (missing for every student) costs
         # nothing; a later batch that brings it runs its reference then.
         submitted = {job.notebook for job in todo if job.path is not None}
@@ -145,8 +143,6 @@ class Batch:
         if refs.done(job.notebook):
             ref = refs.result(job.notebook)
             task.integrity = IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots)
-            if refs.all_done():  # one task more than cores may be in flight: they take turns (follow.SPARE_KERNELS)
-                task.follow = self.warm
         else:  # the cache fills as the reference run goes (reference._publish): follow it, cell by cell
             if job.notebook not in self.specs:
                 self.specs[job.notebook] = self.coord.static_spec(job.notebook)
@@ -218,8 +214,6 @@ class Batch:
         self.background.shutdown(wait=True, cancel_futures=True)
         if self.refs is not None:
             self.refs.close()
-        if self.warm is not None:
-            withdraw(self.warm)
         self.coord.store.dispose()
         self.report.seconds = time.perf_counter() - self.t0
 

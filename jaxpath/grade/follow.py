@@ -10,9 +10,7 @@ of compiling them a second time beside the reference, and waits, idle, while the
   key its `Task.follow` carries (a worker on another machine finds nothing there and runs at its own pace);
 - `Follower`: the worker's side, waiting before each cell and taking turns, its waits kept apart from the
   notebook's own time;
-- `ReferenceGate`: how many tasks the dispatcher may send while the runs hold cores, and which goes first;
-- `warm_turns`: once every reference run is done, the same turns without a run to follow, so that one task more
-  than there are cores can start its kernel while the others run cells (`SPARE_KERNELS`).
+- `ReferenceGate`: how many tasks the dispatcher may send while the runs hold cores, and which goes first.
 """
 from __future__ import annotations
 
@@ -36,14 +34,6 @@ turns with the others on the free core. Enough of them keep that core busy for t
 compiling anything twice or slowing the reference; each waiting one holds an idle kernel (about 0.3 GB).
 Measured on 8 submissions of basics/01 (two cores, interleaved runs): three gave 31-35 s, four 29-32 s."""
 
-SPARE_KERNELS = 1
-"""Once every reference run is done, how many tasks beyond one per core a local cluster runs at once. Each takes
-a turn (one per core) for every piece of work that needs a core (importing JAX, the integrity prelude, each
-cell) and gives it back between them, so the spare one starts its sandbox and its kernel, and takes a free core
-whenever a running task's core waits (its kernel starting, the grader reading a cell's outputs, teardown),
-without ever running more cells at once than there are cores. Without turns, a third task on two cores ran its
-cells against the other two and the batch was no faster (README, the fixed costs)."""
-
 
 class Progress:
     """How far one notebook's reference run has got: the code cells it has run and published.
@@ -51,9 +41,6 @@ class Progress:
     The tasks that follow the runs of one batch take turns (`turn`, as many at once as `turns` allows: the
     cores the reference runs leave free) to run a cell: all at once, their kernels would take a reference
     kernel's core from it, and it is the one every later task waits for."""
-
-    waited_for = "following the reference run"
-    """What a task's wait for this run's cells and turns is called in `jaxpath grade --times`."""
 
     def __init__(self, turns: threading.Semaphore | None = None):
         self._cond = threading.Condition()
@@ -88,14 +75,6 @@ class Progress:
             return
         with self._turns:
             yield time.perf_counter() - t
-
-
-def warm_turns(cores: int) -> Progress:
-    """Turns without a run to follow: every cell is ready, `cores` tasks at a time hold a turn (SPARE_KERNELS)."""
-    turns = Progress(threading.Semaphore(max(1, cores)))
-    turns.cells = 2**62
-    turns.waited_for = "waiting for a core"
-    return turns
 
 
 _registry: dict[str, Progress] = {}
@@ -144,7 +123,7 @@ class Follower:
             self.paused += self.progress.wait(cells)
         with self.progress.turn() as waited:
             self.paused += waited
-            self.lap(self.progress.waited_for)
+            self.lap("following the reference run")
             yield
 
 
@@ -164,7 +143,7 @@ class ReferenceGate(Gate):
     def limit(self, slots: int, waiting: list[Job] = ()) -> int:
         workers = slots if self.workers is None else min(slots, self.workers)
         if self.refs is None or self.refs.all_done():
-            return workers if self.workers is None else min(slots, self.workers + SPARE_KERNELS)
+            return workers
         if self.workers is None:
             return 0
         free = min(workers, max(0, self.cores - self.refs.busy()))
