@@ -491,6 +491,46 @@ def test_two_graders_share_one_postgres_gradebook(tmp_path, postgres_url):
         assert gb.find_submission("demo", "correct").score == 10
 
 
+def test_graders_opening_one_fresh_postgres_gradebook_at_once_all_find_its_tables(postgres_url):
+    """Two graders started together on a new shared gradebook both created jaxpath's tables, and one failed on
+    PostgreSQL's catalog (pg_type's unique index), ending its batch before it graded anything. Eight stores
+    opened at the same instant (a barrier) must all come up, with one set of tables."""
+    import threading
+    import uuid
+
+    import sqlalchemy as sa
+
+    name = f"fresh_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(sa.text(f"CREATE DATABASE {name}"))
+    url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    barrier, errors = threading.Barrier(8), []
+
+    def open_store():
+        barrier.wait()
+        try:
+            StatusStore(url).dispose()
+        except Exception as e:  # noqa: BLE001 - any failure is the test's finding
+            errors.append(e)
+
+    threads = [threading.Thread(target=open_store) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    engine = sa.create_engine(url)
+    try:
+        assert {"jaxpath_grading", "jaxpath_released_points"} <= set(sa.inspect(engine).get_table_names())
+        assert "isolation" in {c["name"] for c in sa.inspect(engine).get_columns("jaxpath_grading")}
+    finally:
+        engine.dispose()
+        with admin.connect() as c:
+            c.execute(sa.text(f"DROP DATABASE {name}"))
+        admin.dispose()
+
+
 def test_grades_nbgraders_own_example_course_like_nbgrader(tmp_path):
     """Any nbgrader course works: the user-guide course that ships inside nbgrader (ps1, two students)."""
     import nbgrader
