@@ -78,28 +78,22 @@ class StatusStore:
         """The tables and columns this jaxpath writes, created where missing, by one grader at a time: several
         graders may open one fresh gradebook at the same moment (a shared PostgreSQL server), and two plain
         CREATE TABLEs, even with IF NOT EXISTS, can both pass the check and one then fails on PostgreSQL's
-        catalog (pg_type's unique index). PostgreSQL: the whole setup runs in one transaction holding an
-        advisory lock; SQLite: CREATE TABLE IF NOT EXISTS is atomic there (one writer at a time), and a
-        column another grader added meanwhile is taken as added."""
-        with self.engine.begin() as c:
-            if c.dialect.name == "postgresql":
-                c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
-            for table in metadata.sorted_tables:
-                c.execute(sa.schema.CreateTable(table, if_not_exists=True))
-        have = {col["name"] for col in sa.inspect(self.engine).get_columns(status_table.name)}
-        for name, sql_type in ADDED_COLUMNS.items():
-            if name in have:
-                continue
-            try:  # a gradebook graded by an older jaxpath
-                with self.engine.begin() as c:
-                    if c.dialect.name == "postgresql":
-                        c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
-                        c.execute(sa.text(f"ALTER TABLE {status_table.name} ADD COLUMN IF NOT EXISTS {name} {sql_type}"))
-                    else:
+        catalog (pg_type's unique index). PostgreSQL: the whole setup is one transaction holding an advisory
+        lock; SQLite: CREATE TABLE IF NOT EXISTS is atomic there (one writer at a time), and a column another
+        grader added meanwhile is taken as added."""
+        try:
+            with self.engine.begin() as c:
+                if c.dialect.name == "postgresql":
+                    c.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+                for table in metadata.sorted_tables:
+                    c.execute(sa.schema.CreateTable(table, if_not_exists=True))
+                have = {col["name"] for col in sa.inspect(c).get_columns(status_table.name)}
+                for name, sql_type in ADDED_COLUMNS.items():
+                    if name not in have:  # a gradebook graded by an older jaxpath
                         c.execute(sa.text(f"ALTER TABLE {status_table.name} ADD COLUMN {name} {sql_type}"))
-            except sa.exc.OperationalError:
-                if name not in {col["name"] for col in sa.inspect(self.engine).get_columns(status_table.name)}:
-                    raise
+        except sa.exc.OperationalError:  # SQLite: another grader added a column between the look and the ALTER
+            if not set(ADDED_COLUMNS) <= {col["name"] for col in sa.inspect(self.engine).get_columns(status_table.name)}:
+                raise
 
     @classmethod
     def existing(cls, db_url: str) -> "StatusStore | None":
