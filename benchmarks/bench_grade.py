@@ -6,7 +6,7 @@ then jaxpath then nbgrader: `--rounds`, 2 by default), the ratio of their means,
 identical scores cell by cell. A benchmark, not a test: these machines are noisy, so compare numbers from one run only.
 
     .venv/bin/python benchmarks/bench_grade.py [--scenario "1 cold" "8 cold" class "8 x 1 of 7" subsets "1 late"
-                                                cluster] [--workers 2] [--times]
+                                                "1 late warm" cluster] [--workers 2] [--times]
                                                [--rounds 2] [--rootless]
 
 With `--rootless` (as root, where tests/as_user.py can make an ordinary account), each scenario's batch is also
@@ -49,10 +49,13 @@ BIN = Path(sys.executable).parent
 ROOTLESS = "rootless+rlimits"
 
 
-def scores(db_url: str, part: str) -> dict:
+def scores(db_url: str, part: str, students=()) -> dict:
+    """Every cell's score in the gradebook (of those students only, when given)."""
     out = {}
     with Gradebook(db_url) as gb:
         for sub in gb.assignment_submissions(part):
+            if students and sub.student_id not in students:
+                continue
             for nb in sub.notebooks:
                 for g in nb.grades:
                     out[(sub.student_id, nb.name, g.name)] = g.score
@@ -82,6 +85,9 @@ class Scenario:
     """The kinds of answers, student by student in turn."""
     submits: Callable[[int], tuple[str, ...]] | None = None
     """Student n -> the chapters they handed in (None: every chapter of the course)."""
+    earlier: int = 0
+    """The first `earlier` students were graded by an earlier batch (jaxpath's untimed, before each of its timed
+    ones): the timed batches, stock's and jaxpath's, grade the other students only."""
 
 
 SCENARIOS = {
@@ -91,13 +97,16 @@ SCENARIOS = {
     "8 x 1 of 7": Scenario(8, BASICS, ("correct", "stub"), lambda n: BASICS[:1]),
     "subsets": Scenario(7, BASICS, ("correct", "partly_wrong", "stub"), lambda n: (BASICS[n], BASICS[(n + 1) % 7])),
     "1 late": Scenario(1, BASICS, ("correct",), lambda n: BASICS[2:3]),
+    "1 late warm": Scenario(2, BASICS, ("correct",), lambda n: BASICS[2:3], earlier=1),
 }
 """Each scenario starts from a course never graded (no saved reference run, no compilation cache): 1 cold is one
 submission; 8 cold, eight submissions of one chapter, half correct and half stubs; class, 12 students x 2 chapters
 (the batch the course has measured since the start). The last three hold the whole basics part (7 notebooks), of
 which few were handed in: 8 students who each handed in chapter 01 only (an early-term batch); 7 students who each
 handed in two chapters, a different pair each (every notebook, 14 submissions); one late submission of chapter 03
-into a part whose other notebooks were never graded."""
+into a part whose other notebooks were never graded. 1 late warm is the same late submission after another
+student's chapter 03 was graded (by jaxpath: its reference run saved, the cache warm; the rest of the part never
+graded)."""
 
 
 ROUNDS_SIDE_BY_SIDE = 2
@@ -140,7 +149,15 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
     With `rootless`, then jaxpath run by an ordinary account. True when every jaxpath run gave nbgrader's
     scores cell by cell."""
     dest = config.build / "bench-grade" / name.replace(" ", "-")
-    part, notebooks = class_copy(config, dest, SCENARIOS[name])
+    scenario = SCENARIOS[name]
+    part, notebooks = class_copy(config, dest, scenario)
+    students = sorted({p.parent.parent.name for p in notebooks})  # submitted/<student>/<part>/<notebook>.ipynb
+    earlier, timed = students[:scenario.earlier], students[scenario.earlier:]
+    only = timed if earlier else []  # the students a timed batch grades (all, unless some were graded earlier)
+    if len(only) > 1:
+        raise SystemExit(f"{name}: stock nbgrader is given one student id per run; this scenario times {len(only)}")
+    if earlier:
+        notebooks = [p for p in notebooks if p.parent.parent.name in timed]
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     nb_db = f"sqlite:///{dest / 'nbgrader-bench.db'}"
     subprocess.run([BIN / "nbgrader", "generate_assignment", part, "--force", f"--CourseDirectory.db_url={nb_db}"],
@@ -149,9 +166,10 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
     def nbgrader() -> tuple[float, dict]:
         t0 = time.perf_counter()
         subprocess.run([BIN / "nbgrader", "autograde", part, "--force", f"--CourseDirectory.db_url={nb_db}",
-                        "--CourseDirectory.autograded_directory=autograded-nbgrader"], cwd=dest, env=env, check=True,
-                       capture_output=True)
-        return time.perf_counter() - t0, scores(nb_db, part)
+                        "--CourseDirectory.autograded_directory=autograded-nbgrader",
+                        *([f"--CourseDirectory.student_id={only[0]}"] if only else [])], cwd=dest, env=env,
+                       check=True, capture_output=True)
+        return time.perf_counter() - t0, scores(nb_db, part, only)
 
     def jaxpath():
         for d in ("jax-cache", "grading"):  # never graded: no compiled programs, no saved reference run
@@ -160,9 +178,12 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
         cmd = [BIN / "jaxpath", "grade", part, "--force", "--times", "--workers", str(workers)]
         if sandbox_problem() is not None:
             cmd.append("--no-sandbox")
+        if earlier:  # graded before, untimed: their notebooks' reference runs saved, the cache warm
+            subprocess.run([*cmd, "--student", *earlier], cwd=dest, env=env, check=True, capture_output=True)
+            cmd += ["--student", *timed]
         t0 = time.perf_counter()
         out = subprocess.run(cmd, cwd=dest, env=env, check=True, capture_output=True, text=True)
-        return time.perf_counter() - t0, out.stdout, scores(Config.load(dest).db_url, part)
+        return time.perf_counter() - t0, out.stdout, scores(Config.load(dest).db_url, part, only)
 
     t_nb, t_jp, same, expected = [], [], True, None
     for r in range(rounds):
