@@ -205,10 +205,10 @@ def run_scenario(config: Config, name: str, workers: int, times: bool, rootless:
           f"{t_nbgrader / t_jaxpath:5.2f}x   (means of {rounds} rounds)   at {level}   identical scores: {same}",
           flush=True)
     if rootless:
-        t_user, got, level = grade_rootless(config, name, workers)
+        t_user, got, user_level = grade_rootless(config, name, workers)
         ok = got == expected
         print(f"{name:10} {len(notebooks):3} notebooks   nbgrader {t_nbgrader:6.1f} s   jaxpath {t_user:6.1f} s   "
-              f"{t_nbgrader / t_user:5.2f}x   at {level} (an ordinary account)   identical scores: {ok}   "
+              f"{t_nbgrader / t_user:5.2f}x   at {user_level} (an ordinary account)   identical scores: {ok}   "
               f"{ROOTLESS} / {level}: {t_user / t_jaxpath:.2f}", flush=True)
         same &= ok
     return same

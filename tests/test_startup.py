@@ -11,7 +11,7 @@ import json, sys
 {setup}
 import nbformat  # what every jaxpath process imports: nbformat -> jsonschema -> its format checkers
 built = "rfc3987_syntax.syntax_helpers" in sys.modules
-from jsonschema import Draft7Validator, FormatChecker
+from jsonschema import Draft7Validator
 fc = Draft7Validator.FORMAT_CHECKER
 answers = {{fmt: [fc.conforms(v, fmt) for v in {checks!r}] for fmt in ("iri", "iri-reference")}}
 print(json.dumps({{"built_on_import": built, "answers": answers}}))
