@@ -1,5 +1,8 @@
 # 🧪 The helper every self-check below uses: it runs each requirement's checks on their own, so one missed
 # requirement costs only its own points. You need not read it; the exercises tell you what each one checks.
+# Each check runs with float32 matrix products at full float32 precision (`jax.default_matmul_precision("highest")`),
+# on every platform: a TPU's default is one bfloat16 pass and a GPU's may be TF32, which would move a correct
+# answer's numbers past a check's tolerance. Your own cells keep the platform's default.
 class Requirements:
     """The requirements of one exercise, checked one by one.
 
@@ -51,10 +54,15 @@ class Requirements:
             self.owner, self.rid = owner, rid
 
         def __enter__(self):
+            import jax
+
             self.owner.ran.add(self.rid)
+            self.precision = jax.default_matmul_precision("highest")
+            self.precision.__enter__()
             return self
 
         def __exit__(self, kind, error, tb):
+            self.precision.__exit__(None, None, None)
             if kind is None or not issubclass(kind, Exception):
                 return False  # success, or an interrupt: nothing to record, nothing swallowed
             message = (str(error).strip().splitlines() or ["a check failed"])[0]
