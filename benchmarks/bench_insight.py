@@ -95,9 +95,9 @@ def graded_class(course: SyntheticClass, seed: int = 1) -> GradedPlan:
     import tomllib
 
     from jaxpath.cells import grade_id, solution_source
+    from jaxpath.proofs import proof_path
     from jaxpath.requirements import Outcome, outcome_text
     from jaxpath.sample import SHARED_MISTAKE, WRITTEN, rename
-    from jaxpath.validate import proof_path
 
     if course.root in _GRADED:
         return _GRADED[course.root]

@@ -45,6 +45,7 @@ from .classwide import cell_text, read_json, student_notebooks
 from .config import Config
 from .errors import JaxpathError
 from .files import write_atomic
+from .proofs import proof_path
 from .requirements import Mistake, Outcome, known_mistakes, parse_outcomes, records_every_wrong
 
 LIKE = 0.8
@@ -362,8 +363,6 @@ def _course_side(config: Config, part: str) -> list[_Exercise]:
             notes.append(f"no variants file {variants}: the alternatives and the wrong answers' words are unknown "
                          "here (`--variants DIR` names the course's folder)")
         recorded = known_mistakes(config, chapter, every=True)
-        from .validate import proof_path
-
         if not proof_path(config, chapter).exists():
             notes.append(f"{chapter} was not validated here ({proof_path(config, chapter)} is missing): no failing "
                          "cluster can be matched to a known wrong answer (run `jaxpath validate`)")

@@ -20,6 +20,7 @@ from .config import Config
 from .files import write_atomic
 from .manifest import load_manifest, notebook_path, variants_path
 from .problems import Problem
+from .proofs import read_proof
 
 OUTPUT = "REQUIREMENTS.md"
 BEGIN = "<!-- requirements: rendered by `jaxpath requirements` -->"
@@ -107,6 +108,78 @@ def test_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
     if len(cells) != 1 or cells[0].source != helper_source():
         out.append(ch.problem(f"the chapter's `Requirements` helper cell ({HELPER_ID}) is missing or differs from "
                               f"jaxpath/kernel/requirements.py: run `jaxpath requirements {ch.id}`", ex.answer, ex.name))
+    return out
+
+
+WEIGHT_STEP = 0.25
+"""Requirement points are multiples of this: their sums are exact in binary floating point, so a cell's
+partial credit never exceeds its points by a rounding error (nbgrader refuses a score above the points)."""
+
+
+def weight_problems(ch: Chapter, ex: Exercise) -> list[Problem]:
+    """The points of the requirements: one per requirement, positive multiples of WEIGHT_STEP, summing to the
+    points of the exercise's test cell."""
+    if not ex.requirements:
+        return []
+    where = f"[{ex.name}.points] in {ch.variants_rel}"
+    if not ex.weights:
+        return [ch.problem(f"has no points per requirement: add {where} (R1 = 1, ... summing to the "
+                           f"{ex.points:g} points of its test cell)", ex.answer, ex.name)]
+    out = []
+    if list(ex.weights) != list(ex.requirements):
+        out.append(ch.problem(f"{where} lists {', '.join(ex.weights)}; it needs exactly the requirements, in order "
+                              f"({', '.join(ex.requirements)})", ex.answer, ex.name))
+    bad = [r for r, w in ex.weights.items() if w <= 0 or (w / WEIGHT_STEP) != int(w / WEIGHT_STEP)]
+    if bad:
+        out.append(ch.problem(f"{where}: the points of {', '.join(bad)} are not positive multiples of "
+                              f"{WEIGHT_STEP:g}", ex.answer, ex.name))
+    if sum(ex.weights.values()) != ex.points:
+        out.append(ch.problem(f"{where} sum to {sum(ex.weights.values()):g}, but the test cell is worth "
+                              f"{ex.points:g} points", ex.tests[0] if ex.tests else ex.answer, ex.name))
+    return out
+
+
+def check_requirements(ch: Chapter, required: bool = True, points: bool = False) -> list[Problem]:
+    """Static checks of every exercise's requirement list: each wrong answer names the requirement(s) it
+    breaks, each requirement is broken by at least one wrong answer and named by a check in the tests, and
+    the statement shows the list as the variants file states it (`jaxpath requirements`)."""
+    out = []
+    for e in ch.exercises:
+        if not e.requirements:
+            if required:
+                out.append(ch.problem(f"has no requirement list: add [{e.name}.requirements] to {ch.variants_rel} "
+                                      "(R1 what it returns, R2... every constraint of the statement)",
+                                      e.answer, e.name))
+            continue
+        tests_src = "\n".join(ch.nb.cells[t].source for t in e.tests)
+        named = set(named_requirements(e, tests_src))
+        for v in e.of_kind("wrong"):
+            if not v.breaks:
+                out.append(ch.problem(f"{v.label} says no requirement it breaks: add `breaks = \"Rn\"` in "
+                                      f"{ch.variants_rel}", e.answer, e.name))
+            for r in v.breaks:
+                if r not in e.requirements:
+                    out.append(ch.problem(f"{v.label} breaks {r!r}, which is not one of the exercise's requirements "
+                                          f"({', '.join(e.requirements)})", e.answer, e.name))
+        broken = {r for v in e.of_kind("wrong") for r in v.breaks}
+        alone = {v.breaks[0] for v in e.of_kind("wrong") if len(v.breaks) == 1}
+        if e.weights:
+            for r in e.requirements:
+                if r in broken and r not in alone:
+                    out.append(ch.problem(f"{r} is broken only together with another requirement: add a wrong "
+                                          f"answer to {ch.variants_rel} that breaks {r} alone, so that its points "
+                                          "are proven to be its own", e.answer, e.name))
+        for r in e.requirements:
+            if r not in broken:
+                out.append(ch.problem(f"{r} ({e.requirements[r]}) is broken by no wrong answer in {ch.variants_rel}: "
+                                      "add one that breaks only it, so its check is proven", e.answer, e.name))
+            if r not in named:
+                how = f'`with check("{r}"):`' if e.weights else f"'{r}: ...' in its message"
+                out.append(ch.problem(f"{r} is named by no check in the exercise's tests: a check of it says {how}",
+                                      e.tests[0] if e.tests else e.answer, e.name))
+        out += statement_problems(ch, e)
+        out += weight_problems(ch, e) if (e.weights or points) else []
+        out += test_problems(ch, e)
     return out
 
 
@@ -327,7 +400,7 @@ def known_mistakes(config: Config, chapter_id: str, *, every: bool = False) -> d
     chapter was not validated here. A proof written before validate recorded every wrong answer holds only
     those with a hint (`records_every_wrong` tells)."""
     out: dict[str, list[Mistake]] = {}
-    for m in _proof(config, chapter_id).get("mistakes", []):
+    for m in read_proof(config, chapter_id).get("mistakes", []):
         if every or m.get("hint"):
             out.setdefault(m["exercise"], []).append(Mistake(m["exercise"], m["number"], m["failed"], m.get("hint", ""),
                                                              m.get("why", "")))
@@ -336,16 +409,4 @@ def known_mistakes(config: Config, chapter_id: str, *, every: bool = False) -> d
 
 def records_every_wrong(config: Config, chapter_id: str) -> bool:
     """Whether the chapter's proof records every wrong answer's failures (not only those with a hint)."""
-    return bool(_proof(config, chapter_id).get("every_wrong"))
-
-
-def _proof(config: Config, chapter_id: str) -> dict:
-    import json
-
-    from .validate import proof_path
-
-    try:
-        data = json.loads(proof_path(config, chapter_id).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return bool(read_proof(config, chapter_id).get("every_wrong"))

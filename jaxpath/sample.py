@@ -21,6 +21,7 @@ import nbformat
 
 from .cells import grade_id, is_answer, solution_source
 from .config import Config
+from .proofs import proof_path
 
 SAMPLE_CHAPTERS = ("basics/01_introduction", "basics/02_jit")
 TIMESTAMP = "2026-11-20 10:00:00.000000 UTC"
@@ -301,8 +302,6 @@ def partly_wrong(source_nb, variants: dict) -> tuple[dict[str, str], float]:
 def copy_proof(config: Config, dest: Config, chapter_id: str) -> bool:
     """Copy the chapter's validate proof (it records the known mistakes the feedback pages name) from `config`'s
     build into `dest`'s; False when the chapter was not validated here."""
-    from .validate import proof_path
-
     proof = proof_path(config, chapter_id)
     if not proof.exists():
         return False

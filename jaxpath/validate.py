@@ -24,7 +24,6 @@ from .chapter import (
     Chapter,
     Exercise,
     check_exercise_counts,
-    check_requirements,
     load_chapter,
     stub_source,
     tags,
@@ -36,6 +35,8 @@ from .execute import Session, stamp_notebook
 from .files import write_atomic
 from .manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
 from .problems import ChapterError, Problem
+from .proofs import proof_path
+from .requirements import check_requirements
 
 NS = "__jaxpath_ns__"
 
@@ -262,12 +263,6 @@ def validation_key(config: Config, chapter_id: str) -> str:
         h.update(str(p.name).encode())
         h.update(p.read_bytes() if p.exists() else b"-")
     return h.hexdigest()
-
-
-def proof_path(config: Config, chapter_id: str) -> Path:
-    """Where a successful validation leaves its proof: its key, counts and the known mistakes (every wrong answer
-    as the checks judged it; `every_wrong`: true says so, a proof without it holds only those with a hint)."""
-    return config.build / "validated" / f"{chapter_id}.json"
 
 
 def _reuse(config: Config, chapter_id: str) -> ChapterReport | None:

@@ -14,8 +14,8 @@ import pytest
 
 from jaxpath import Config
 from jaxpath.grade import Limits, grade, sandbox_problem
+from jaxpath.proofs import proof_path
 from jaxpath.sample import SAMPLE_CHAPTERS, SampleClass, make_sample_class
-from jaxpath.validate import proof_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

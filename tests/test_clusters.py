@@ -33,8 +33,8 @@ from jaxpath.clusters import (
     with_variants,
 )
 from jaxpath.errors import JaxpathError
+from jaxpath.proofs import proof_path
 from jaxpath.requirements import Outcome, outcome_text, parse_outcomes
-from jaxpath.validate import proof_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "basics/01_introduction"

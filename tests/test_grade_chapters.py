@@ -20,8 +20,8 @@ from jaxpath import Config
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
 from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
+from jaxpath.proofs import proof_path
 from jaxpath.sample import answers_from_source, copy_proof, partly_wrong, submission, submit
-from jaxpath.validate import proof_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters, pytest.mark.full]
 ROOT = Path(__file__).resolve().parents[1]

@@ -35,7 +35,7 @@ def _course(tmp_path, variants, cells=None):
 def _static(cfg):
     ch = load_chapter(notebook_path(cfg, "demo/01_demo"), "demo/01_demo", cfg.root,
                       variants_path(cfg, "demo/01_demo"))
-    from jaxpath.chapter import check_requirements
+    from jaxpath.requirements import check_requirements
     return ch, [str(p) for p in ch.problems + check_requirements(ch, required=False)]
 
 
@@ -150,8 +150,8 @@ def test_render_block_is_stable():
 def test_a_course_that_requires_lists_refuses_an_exercise_without_one(tmp_path):
     """`[validate] require_requirements = true` in the manifest (this course sets it): an exercise with no list
     is a problem naming the exercise and what to add; a course that does not set it is not held to it."""
-    from jaxpath.chapter import check_requirements
     from jaxpath.errors import JaxpathError
+    from jaxpath.requirements import check_requirements
 
     root, cfg = _course(tmp_path, VARIANTS)
     assert not cfg.require_requirements
