@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from jaxpath.hub import HubSettingsError, HubSetupError, load_settings
-from jaxpath.hub.process import hub_command, python_view, unreachable
+from jaxpath.hub.process import hub_command
+from jaxpath.hub.setup import python_view, unreachable
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,48 +6,21 @@ Where this Python lives under a folder other accounts cannot enter (pyenv in roo
 machine this course is built on), nobody's server could start. Rather than opening that folder, the hub then
 runs in a private mount namespace in which that folder is replaced by one that holds only the Python
 installation (as tests/as_user.py does for one command): every process the hub starts inherits it, and
-nothing else of the folder is visible to anyone."""
+nothing else of the folder is visible to anyone. Whether it must, and which folder, `setup.python_view` decides
+before anything is made (it is in hub.json); `hub_command` builds the namespace from it."""
 from __future__ import annotations
 
 import http.client
 import os
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import urlparse
 
-from .settings import HubSettings
 from .setup import HUB_CONFIG, HubSetupError, Prepared
-
-
-def unreachable(path: Path) -> Path | None:
-    """The first folder on the way to `path` (itself included, when it is one) that other accounts cannot
-    enter (no o+x), or None."""
-    path = Path(path).resolve()
-    chain = [*reversed(path.parents), *([path] if path.is_dir() else [])]
-    return next((d for d in chain if d.exists() and not d.stat().st_mode & stat.S_IXOTH), None)
-
-
-def python_view(settings: HubSettings) -> dict | None:
-    """How the hub's processes see this Python: None when every account can run it as it is; otherwise the
-    folder to replace ("hidden"), the installation to keep in it ("python") and the empty folder that stands in
-    for it ("view"). Raises when the environment, the hub's state or the exchange are in such a folder."""
-    for what, p in (("the Python environment", Path(sys.prefix)), ("the hub's state", settings.state),
-                    ("the exchange", settings.exchange)):
-        blocked = unreachable(p)
-        if blocked is not None:
-            raise HubSetupError(f"{what} ({p}) is under {blocked}, which other accounts cannot enter: "
-                                "put it where they can (e.g. under /srv or /opt)")
-    real = Path(os.path.realpath(sys.base_prefix))
-    hidden = unreachable(real)
-    if hidden is None:
-        return None
-    top = hidden / real.relative_to(hidden).parts[0]
-    return {"hidden": str(hidden), "python": str(top), "view": str(settings.state / "python-view")}
 
 
 def hub_command(data: dict) -> list[str]:
@@ -201,4 +174,4 @@ def describe(prepared: Prepared) -> list[str]:
     return lines
 
 
-__all__ = ["Hub", "describe", "hub_command", "python_view", "unreachable"]
+__all__ = ["Hub", "describe", "hub_command"]

@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -91,6 +92,32 @@ def check_host(settings: HubSettings) -> None:
         raise HubSetupError(f"{PROXY} is missing: run `npm ci --prefix deploy` (or `make hub`)")
     if shutil.which("node") is None:
         raise HubSetupError("node is not installed: configurable-http-proxy runs on it (Debian: apt-get install nodejs)")
+
+
+def unreachable(path: Path) -> Path | None:
+    """The first folder on the way to `path` (itself included, when it is one) that other accounts cannot
+    enter (no o+x), or None."""
+    path = Path(path).resolve()
+    chain = [*reversed(path.parents), *([path] if path.is_dir() else [])]
+    return next((d for d in chain if d.exists() and not d.stat().st_mode & stat.S_IXOTH), None)
+
+
+def python_view(settings: HubSettings) -> dict | None:
+    """How the hub's processes see this Python: None when every account can run it as it is; otherwise the
+    folder to replace ("hidden"), the installation to keep in it ("python") and the empty folder that stands in
+    for it ("view"). Raises when the environment, the hub's state or the exchange are in such a folder."""
+    for what, p in (("the Python environment", Path(sys.prefix)), ("the hub's state", settings.state),
+                    ("the exchange", settings.exchange)):
+        blocked = unreachable(p)
+        if blocked is not None:
+            raise HubSetupError(f"{what} ({p}) is under {blocked}, which other accounts cannot enter: "
+                                "put it where they can (e.g. under /srv or /opt)")
+    real = Path(os.path.realpath(sys.base_prefix))
+    hidden = unreachable(real)
+    if hidden is None:
+        return None
+    top = hidden / real.relative_to(hidden).parts[0]
+    return {"hidden": str(hidden), "python": str(top), "view": str(settings.state / "python-view")}
 
 
 def _accounts(settings: HubSettings, create: bool, out: Prepared) -> None:
@@ -235,8 +262,6 @@ def _jupyter_config(settings: HubSettings) -> dict[str, str]:
 
 
 def prepare(settings: HubSettings, *, create_accounts: bool = False) -> Prepared:
-    from .process import python_view
-
     check_host(settings)
     view = python_view(settings)  # before anything is made: says why accounts could not run Python here
     out = Prepared(settings, settings.state / HUB_JSON)
