@@ -40,7 +40,8 @@ test-all: test
 	$(BIN)/python -m pytest -n $(JOBS) -m full --durations=25
 
 # Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
-# jaxpath. (The site tests in it read the executed chapters that `make` wrote.)
+# jaxpath, ruff and the import-linter contracts of jaxpath/'s layers included (tests/test_layers.py). (The site
+# tests in it read the executed chapters that `make` wrote.)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not chapters and not grade and not browser"
 

@@ -25,7 +25,7 @@ with open(os.path.join(_root, "course.toml"), "rb") as _f:
 # Formgrader's "Generate Feedback" button (and `nbgrader generate_feedback`) run these: nbgrader's own two steps
 # with jaxpath's between them, which cuts the hidden tests out of every page as `jaxpath feedback` does.
 try:
-    from jaxpath.feedback import HideHiddenTests as _HideHiddenTests
+    from jaxpath.classroom.feedback import HideHiddenTests as _HideHiddenTests
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor as _CSS
     from nbgrader.preprocessors import GetGrades as _GetGrades
 

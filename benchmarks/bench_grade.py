@@ -36,10 +36,10 @@ import nbformat
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
+from jaxpath.classroom.sample import SAMPLE_CHAPTERS, answers_from_source, make_sample_class, submission, submit
 from jaxpath.execute import Session, kernel_env
 from jaxpath.grade import grade, sandbox_problem
 from jaxpath.grade.isolation import host_level
-from jaxpath.sample import SAMPLE_CHAPTERS, answers_from_source, make_sample_class, submission, submit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # helpers the tests share
 from dask_loopback import loopback_cluster  # noqa: E402

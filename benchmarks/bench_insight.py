@@ -1,7 +1,7 @@
 """Benchmark: the class-wide views (`jaxpath similar`, `jaxpath clusters`) on synthetic classes of 100, 300 and 1000
 students.
 
-Each class is `jaxpath.sample.synthetic_class`: every answer of the sample chapters one the course knows (the
+Each class is `jaxpath.classroom.sample.synthetic_class`: every answer of the sample chapters one the course knows (the
 reference, an alternative or a wrong answer of the variants file), renamed for its student, with lines of the
 student's own after each statement, and one planted near-copy pair per 100 students. For each command and size
 it prints the seconds (the best of `--rounds` runs, the class made once per size), what the command found, and
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxpath import Config
-from jaxpath.sample import SAMPLE_CHAPTERS, SyntheticClass, synthetic_class
+from jaxpath.classroom.sample import SAMPLE_CHAPTERS, SyntheticClass, synthetic_class
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ class Measure:
 
 def run_similar(config: Config, course: SyntheticClass) -> Measure:
     """`jaxpath similar` (the API, as the command calls it): the planted pairs must all be flagged."""
-    from jaxpath.similar import similar
+    from jaxpath.classroom.similar import similar
 
     t0 = time.perf_counter()
     r = similar(config, course.part, output=course.root / "build" / "bench-similar")
@@ -94,10 +94,10 @@ def graded_class(course: SyntheticClass, seed: int = 1) -> GradedPlan:
     import random
     import tomllib
 
+    from jaxpath.authoring.proofs import proof_path
+    from jaxpath.authoring.requirements import Outcome, outcome_text
     from jaxpath.cells import grade_id, solution_source
-    from jaxpath.requirements import Outcome, outcome_text
-    from jaxpath.sample import SHARED_MISTAKE, WRITTEN, rename
-    from jaxpath.validate import proof_path
+    from jaxpath.classroom.sample import SHARED_MISTAKE, WRITTEN, rename
 
     if course.root in _GRADED:
         return _GRADED[course.root]
@@ -172,7 +172,7 @@ def run_clusters(config: Config, course: SyntheticClass) -> Measure:
     """`jaxpath clusters --propose` (the API, as the command calls it) on the graded synthetic class (made first, not
     timed): the planted shared mistake must be the one cluster that is no known mistake, every wrong answer drawn from
     the course its known one, and near_copy_a's answers the passing ones written unlike the course."""
-    from jaxpath.clusters import KNOWN, UNKNOWN, clusters
+    from jaxpath.classroom.clusters import KNOWN, UNKNOWN, clusters
 
     plan = graded_class(course)
     t0 = time.perf_counter()

@@ -26,9 +26,9 @@ import nbformat  # noqa: E402
 from test_hostile import scratch_course  # noqa: E402
 
 from jaxpath import Config  # noqa: E402
-from jaxpath.chapter import is_answer, solution_source  # noqa: E402
+from jaxpath.authoring.chapter import is_answer, solution_source  # noqa: E402
+from jaxpath.classroom.sample import submit  # noqa: E402
 from jaxpath.grade import Limits, grade  # noqa: E402
-from jaxpath.sample import submit  # noqa: E402
 
 LIMITS = Limits(cell_timeout=60, notebook_timeout=600, memory_mb=2048)
 

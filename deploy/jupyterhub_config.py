@@ -57,7 +57,7 @@ for course in hub["courses"]:
 
 
 def by_role(spawner):
-    """Staff and students read different Jupyter configuration (jaxpath/hub/setup.py writes both): which of
+    """Staff and students read different Jupyter configuration (jaxpath/classroom/hub/setup.py writes both): which of
     nbgrader's extensions they get, and `groupshared` for staff. Staff work with umask 002, so what they write
     in a course directory stays writable by the rest of its staff (the directory itself, 2770, keeps everyone
     else out), and what they publish through the exchange (feedback pages) stays readable by its students."""

@@ -2,7 +2,7 @@
 notebook (a cell not run, a kernel that died, a time limit, a pass not counted, a hidden error), the reasons
 of a notebook's status, and what the feedback page shows in place of hidden tests.
 
-The grader (jaxpath.grade), the kernel session (jaxpath.execute) and the feedback pages (jaxpath.feedback)
+The grader (jaxpath.grade), the kernel session (jaxpath.execute) and the feedback pages (jaxpath.classroom.feedback)
 build them here, so one wording is used wherever a student meets a case. The error names are nbgrader's
 contract too: an error output in a test cell is what makes nbgrader score it zero."""
 from __future__ import annotations

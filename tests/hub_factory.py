@@ -20,9 +20,9 @@ from pathlib import Path
 from loop_factory import REPO, instructor_course
 from site_factory import SCREENSHOTS
 
+from jaxpath.classroom.hub import Hub, load_settings, prepare, remove_created
+from jaxpath.classroom.hub.setup import PROXY, free_port
 from jaxpath.files import private_temp_dir
-from jaxpath.hub import Hub, load_settings, prepare, remove_created
-from jaxpath.hub.setup import PROXY, free_port
 
 TIMEOUT_MS = 180_000
 """A guard against a hang, not a measure (a server's first start on two loaded cores takes 10-40 s)."""

@@ -1,4 +1,4 @@
-"""The sample class (jaxpath.sample) graded once per test process, for every test that reads a graded class:
+"""The sample class (jaxpath.classroom.sample) graded once per test process, for every test that reads a graded class:
 tests/test_sample_class.py (scores, pages), tests/test_similar.py (pairs of answers), and the class-wide views
 after them. The conftest fixture `graded_sample` builds it."""
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import NamedTuple
 import pytest
 
 from jaxpath import Config
+from jaxpath.authoring.proofs import proof_path
+from jaxpath.classroom.sample import SAMPLE_CHAPTERS, SampleClass, make_sample_class
 from jaxpath.grade import Limits, grade, sandbox_problem
-from jaxpath.sample import SAMPLE_CHAPTERS, SampleClass, make_sample_class
-from jaxpath.validate import proof_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent

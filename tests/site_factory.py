@@ -16,10 +16,10 @@ import nbformat
 import pytest
 
 from jaxpath import Config
+from jaxpath.classroom.sample import answers_from_source, submission
 from jaxpath.files import write_atomic
+from jaxpath.learner.site import parse_html
 from jaxpath.manifest import load_manifest
-from jaxpath.sample import answers_from_source, submission
-from jaxpath.site import parse_html
 
 ROOT = Path(__file__).resolve().parent.parent
 HUB = {"hub_url": "https://hub.example.org", "repository": "https://github.com/example/jax-path", "branch": "main"}
@@ -73,7 +73,7 @@ def real_site():
 
 
 def _build_real_site(base: Path):
-    from jaxpath.site import build_site
+    from jaxpath.learner.site import build_site
 
     config = Config.load(ROOT)
     manifest = load_manifest(config)
@@ -84,7 +84,7 @@ def _build_real_site(base: Path):
         if no_exec:
             pytest.fail(f"build/executed/ lacks {', '.join(no_exec)}: run `make` (or `jaxpath build`) before the "
                         "site tests; they render the executed chapters")
-        from jaxpath.appendix import appendix
+        from jaxpath.authoring.appendix import appendix
 
         r = appendix(config, missing)
         assert not r.problems, "jaxpath appendix failed: " + "; ".join(map(str, r.problems))

@@ -4,8 +4,8 @@ import json
 import nbformat
 import pytest
 
-from jaxpath.appendix import appendix
-from jaxpath.validate import validate
+from jaxpath.authoring.appendix import appendix
+from jaxpath.authoring.validate import validate
 
 pytestmark = pytest.mark.slow
 

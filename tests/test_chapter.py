@@ -3,7 +3,7 @@ import nbformat
 import pytest
 from course_factory import VARIANTS, good_cells, make_course
 
-from jaxpath.chapter import check_exercise_counts, load_chapter, stub_source, visible_source
+from jaxpath.authoring.chapter import check_exercise_counts, load_chapter, stub_source, visible_source
 from jaxpath.problems import ChapterError
 
 NB = "source/demo/01_demo.ipynb"

@@ -5,7 +5,7 @@ import pytest
 from conftest import ROOT
 
 from jaxpath import Config, load_manifest
-from jaxpath.validate import validate_one
+from jaxpath.authoring.validate import validate_one
 
 CHAPTERS = [c.id for c in load_manifest(Config.load(ROOT)).written()]
 

@@ -3,8 +3,8 @@ import nbformat
 import pytest
 from course_factory import good_cells, make_course
 
+from jaxpath.classroom.sample import answers_from_source, submission
 from jaxpath.cli import main
-from jaxpath.sample import answers_from_source, submission
 
 pytestmark = pytest.mark.slow
 
@@ -17,7 +17,7 @@ def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(t
     work = tmp_path / "work"
     (work / "demo").mkdir(parents=True)
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
-    from jaxpath.chapter import is_answer, is_test, stub_source, visible_source
+    from jaxpath.authoring.chapter import is_answer, is_test, stub_source, visible_source
 
     student = nbformat.from_dict(src)
     for c in student.cells:  # what a student gets: stubs and visible self-checks
@@ -39,7 +39,7 @@ def test_check_passes_the_solution_and_fails_the_stub_and_records_each_verdict(t
     assert "note" not in out, "the chapter's intended errors are not reported"
     assert main(["--root", str(root), "check", "--no-record", str(work / "demo" / "stub.ipynb")]) == 1
     assert "0/3 self-checks pass" in capsys.readouterr().out
-    from jaxpath.progress import chapter_hash, load_records
+    from jaxpath.learner.progress import chapter_hash, load_records
 
     records = load_records(work)
     assert set(records) == {"demo/done", "demo/partly"}, "the stub was checked with --no-record"
@@ -55,8 +55,8 @@ def test_an_exercise_passes_only_when_every_visible_requirement_does(tmp_path, c
     """Partial credit at grading time, pass/fail for the learner: one visible requirement failing fails the
     exercise, in the printed lines and in the record the site's earned progress reads."""
     from jaxpath import Config
-    from jaxpath.progress import load_records
-    from jaxpath.requirements import write_requirements
+    from jaxpath.authoring.requirements import write_requirements
+    from jaxpath.learner.progress import load_records
 
     cells = good_cells()
     cells[11].source = ("# 🧪 Self-check\nwith check('R1'):\n    assert double(3) == 6, 'double(3) should be 6'\n"
@@ -69,7 +69,7 @@ def test_an_exercise_passes_only_when_every_visible_requirement_does(tmp_path, c
 
     root = make_course(tmp_path / "c", cells, variants + VARIANTS.replace("[double]\n", "", 1))
     write_requirements(Config.load(root))
-    from jaxpath.chapter import is_answer, is_test, stub_source, visible_source
+    from jaxpath.authoring.chapter import is_answer, is_test, stub_source, visible_source
 
     src = nbformat.read(root / "source/demo/01_demo.ipynb", as_version=4)
     student = nbformat.from_dict(src)

@@ -14,9 +14,10 @@ import nbformat
 import pytest
 
 from jaxpath import Config
+from jaxpath.authoring.proofs import proof_path
+from jaxpath.authoring.requirements import Outcome, outcome_text, parse_outcomes
 from jaxpath.cells import grade_id, solution_source, stub_source
-from jaxpath.cli import main
-from jaxpath.clusters import (
+from jaxpath.classroom.clusters import (
     KNOWN,
     LIKE,
     PASSES,
@@ -32,9 +33,8 @@ from jaxpath.clusters import (
     proposals_text,
     with_variants,
 )
+from jaxpath.cli import main
 from jaxpath.errors import JaxpathError
-from jaxpath.requirements import Outcome, outcome_text, parse_outcomes
-from jaxpath.validate import proof_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "basics/01_introduction"
@@ -316,7 +316,7 @@ def test_a_reviewed_proposal_is_merged_after_its_exercise(course, tmp_path):
     text_after = variants.read_text(encoding="utf-8")
     assert text_after.index("counts an index equal") < text_after.index("[brighten]")  # under its own exercise
     assert after["brighten"] == tomllib.loads(original)["brighten"]
-    from jaxpath.chapter import load_chapter
+    from jaxpath.authoring.chapter import load_chapter
 
     ch = load_chapter(root / "source" / f"{CHAPTER}.ipynb", CHAPTER, root, variants)
     assert not ch.problems, ch.problems
@@ -381,7 +381,7 @@ class TestSampleClass:
     def test_the_partly_wrong_answers_are_the_known_wrong_answers(self, sample_clusters):
         """partly_wrong answers each exercise with a wrong answer of the variants file (one with a hint where there
         is one): its cluster is that wrong answer, by the failures validate recorded."""
-        from jaxpath.requirements import records_every_wrong
+        from jaxpath.authoring.requirements import records_every_wrong
 
         sample, config, r = sample_clusters
         for ex in r.exercises:
@@ -393,7 +393,7 @@ class TestSampleClass:
                 assert c.kind == KNOWN and number in [m.number for m in c.known], (ex.exercise, c.kind, number)
 
     def test_propose_makes_a_candidate_that_validate_accepts_once_merged(self, sample_clusters, tmp_path):
-        from jaxpath.validate import validate_one
+        from jaxpath.authoring.validate import validate_one
 
         sample, _, r = sample_clusters
         m = sample.shared_mistake
@@ -420,7 +420,7 @@ class TestSampleClass:
         assert [x.entries for x in merged] == [[f"{m.exercise}: wrong answer #{n}"]]
         report = validate_one(config, m.chapter)
         assert report.ok, [str(p) for p in report.problems]
-        from jaxpath.requirements import known_mistakes
+        from jaxpath.authoring.requirements import known_mistakes
 
         recorded = {k.number: k for k in known_mistakes(config, m.chapter, every=True)[m.exercise]}
         assert recorded[n].why == m.why and sorted(recorded[n].failed) == sorted(m.breaks)

@@ -4,8 +4,8 @@ import zipfile
 import pytest
 from course_factory import make_course
 
+from jaxpath.classroom.collect import CollectError, collect
 from jaxpath.cli import main
-from jaxpath.collect import CollectError, collect
 
 
 def test_collect_canvas_zip(tmp_path, capsys):

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from jaxpath.grade.coordinator import Job
 from jaxpath.grade.dispatch import Gate, disconnect, dispatch
-from jaxpath.grade.follow import FOLLOWERS_PER_CORE, ReferenceGate
+from jaxpath.grade.follow import FOLLOWERS_PER_CORE
 from jaxpath.grade.integrity import Reference
-from jaxpath.grade.reference import ReferenceRuns
+from jaxpath.grade.jobs import Job
+from jaxpath.grade.reference import ReferenceGate, ReferenceRuns
 from jaxpath.grade.statuses import GradeStatus
 from jaxpath.grade.tasks import Result, Task
 

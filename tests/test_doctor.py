@@ -12,7 +12,7 @@ from pathlib import Path
 import as_user
 import pytest
 
-from jaxpath.doctor import doctor
+from jaxpath.grade.doctor import doctor
 from jaxpath.grade.isolation import probe
 
 pytestmark = [pytest.mark.skipif(sys.platform != "linux", reason="isolation is Linux's"),

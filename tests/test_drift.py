@@ -13,11 +13,9 @@ import nbformat
 import pytest
 from course_factory import make_course
 
-from jaxpath.chapter import load_chapter
-from jaxpath.cli import main
-from jaxpath.config import Config
-from jaxpath.drift.compare import compare_chapter
-from jaxpath.drift.env import (
+from jaxpath.authoring.chapter import load_chapter
+from jaxpath.authoring.drift.compare import compare_chapter
+from jaxpath.authoring.drift.env import (
     DriftError,
     SideEnv,
     conflict_message,
@@ -26,9 +24,11 @@ from jaxpath.drift.env import (
     side_requirements,
     write_kernelspec,
 )
-from jaxpath.drift.normalize import normalize, profile_cells, serializing_cells, unrepeatable_cells, version_rule
-from jaxpath.drift.report import render_html, render_text, write_reports
-from jaxpath.drift.run import DriftResult, drift
+from jaxpath.authoring.drift.normalize import normalize, profile_cells, serializing_cells, unrepeatable_cells, version_rule
+from jaxpath.authoring.drift.report import render_html, render_text, write_reports
+from jaxpath.authoring.drift.run import DriftResult, drift
+from jaxpath.cli import main
+from jaxpath.config import Config
 from jaxpath.problems import Problem
 
 FIXTURE = Path(__file__).parent / "fixtures" / "drift"
@@ -308,7 +308,7 @@ def test_reports_of_a_clean_run_say_so(tmp_path):
 
 
 def test_the_summary_cuts_a_long_changed_line_around_its_change():
-    from jaxpath.drift.report import _shown
+    from jaxpath.authoring.drift.report import _shown
 
     head = "x" * 300
     shown = _shown(f"-{head} 101/errors.html tail\n+{head} errors.html tail")

@@ -67,8 +67,8 @@ def test_the_real_course_sets_no_due_date():
 def test_release_writes_the_due_date_into_the_first_cell_and_the_gradebook(course):
     from nbgrader.api import Gradebook
 
-    from jaxpath.extend import extend
-    from jaxpath.release import DUE_TAG, release
+    from jaxpath.authoring.release import DUE_TAG, release
+    from jaxpath.classroom.extend import extend
 
     config = _with_due(course, 'demo = "2026-05-01 23:59 America/New_York"')
     r = release(config)
@@ -110,8 +110,8 @@ def test_release_writes_the_due_date_into_the_first_cell_and_the_gradebook(cours
 
 
 def test_the_class_sites_chapter_box_carries_the_due_instant(course):
-    from jaxpath.site.pages import due_context
-    from jaxpath.site.render import render
+    from jaxpath.learner.site.pages import due_context
+    from jaxpath.learner.site.render import render
 
     m = load_manifest(_with_due(course, 'demo = "2026-10-01 23:59 Europe/Berlin"'))
     due = due_context(m, "demo")
@@ -138,7 +138,7 @@ def test_the_site_shows_the_due_date_in_the_readers_time_zone(tmp_path, chromium
     """The class site's script, in chromium set to a reader's zone: the same instant, in their clock."""
     from importlib import resources
 
-    script = resources.files("jaxpath.site").joinpath("static", "jaxpath-due.js").read_text()
+    script = resources.files("jaxpath.learner.site").joinpath("static", "jaxpath-due.js").read_text()
     words = "Thursday 1 October 2026, 23:59 (Europe/Berlin), 21:59 UTC"
     (tmp_path / "page.html").write_text(
         f'<html><body><p class="jp-due">📅 <b>Due <time class="jp-due-time" datetime="2026-10-01T21:59:00Z" '

@@ -11,7 +11,7 @@ import pytest
 from course_factory import make_course
 
 from jaxpath import Config
-from jaxpath.export import NBGRADER_COLUMNS, export
+from jaxpath.classroom.export import NBGRADER_COLUMNS, export
 
 DUE = dt.datetime(2026, 10, 1, 12, 0)
 # student: (hours after the due date, extension in hours, auto score of the test cell, manual score of the

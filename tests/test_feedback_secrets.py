@@ -3,7 +3,7 @@ anyway (basics/07 as released got no page: its hidden `atol=1e-5)` sits inside a
 import nbformat
 from course_factory import CHECK_META, code
 
-from jaxpath.feedback import hide_secrets, page_leaks
+from jaxpath.classroom.feedback import hide_secrets, page_leaks
 
 TEST = ("# 🧪 Self-check\nassert close(1.0, 1.0, atol=1e-5)\n### BEGIN HIDDEN TESTS\nassert close(2.0, 2.0,\n"
         "             atol=1e-5)\nassert close(3.0, 3.0, rtol=0.5)\n### END HIDDEN TESTS")

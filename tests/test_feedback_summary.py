@@ -6,8 +6,8 @@ import re
 import nbformat
 from course_factory import CHECK_META, code, md
 
-from jaxpath.feedback import ChapterFacts, summary_cell
-from jaxpath.requirements import Mistake
+from jaxpath.authoring.requirements import Mistake
+from jaxpath.classroom.feedback import ChapterFacts, summary_cell
 
 PRINTED = ("gd_step:\n  ✓ R1 (1/1)\n  ✗ R2 (0/0.5): gd_step called loss_fn 2 times for one step\n"
            "  ✓ R3 (0.5/0.5)\n")

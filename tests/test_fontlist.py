@@ -111,7 +111,7 @@ def test_a_graded_notebook_reads_the_font_list(tmp_path, monkeypatch):
     sandboxed kernel reads it; a figure the notebook draws comes back as its image."""
     from course_factory import good_cells, make_course
 
-    from jaxpath.sample import answers_from_source, submission, submit
+    from jaxpath.classroom.sample import answers_from_source, submission, submit
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     cells = good_cells()

@@ -111,7 +111,7 @@ class TestGradedClass:
                 assert cell_scores(other_db, student, chapter) == cell_scores(cfg.db_url, student, chapter), (student, chapter)
 
     def test_feedback_never_shows_hidden_tests(self, graded_class):
-        from jaxpath.feedback import feedback
+        from jaxpath.classroom.feedback import feedback
 
         root, cfg, _, _ = graded_class
         r = feedback(cfg, "demo")
@@ -132,7 +132,7 @@ class TestGradedClass:
         """The summary at the top of each page: points, the grading status in words, one row per graded cell."""
         import html as html_lib
 
-        from jaxpath.feedback import feedback
+        from jaxpath.classroom.feedback import feedback
 
         root, cfg, expected, _ = graded_class
         feedback(cfg, "demo")
@@ -168,7 +168,7 @@ class TestGradedClass:
         failing row's message readable; a screenshot kept in build/screenshots/ for a person to look at."""
         from site_factory import save_screenshot
 
-        from jaxpath.feedback import feedback
+        from jaxpath.classroom.feedback import feedback
 
         root, cfg, _, _ = graded_class
         feedback(cfg, "demo", students=["partly"])
@@ -192,8 +192,8 @@ class TestGradedClass:
     def test_export_and_report(self, graded_class):
         import csv
 
-        from jaxpath.export import NBGRADER_COLUMNS, export
-        from jaxpath.report import report
+        from jaxpath.classroom.export import NBGRADER_COLUMNS, export
+        from jaxpath.classroom.report import report
 
         root, cfg, expected, _ = graded_class
         r = export(cfg, "demo")

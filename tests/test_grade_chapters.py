@@ -17,11 +17,11 @@ import nbformat
 import pytest
 
 from jaxpath import Config
+from jaxpath.authoring.proofs import proof_path
+from jaxpath.classroom.feedback import feedback
+from jaxpath.classroom.sample import answers_from_source, copy_proof, partly_wrong, submission, submit
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
-from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
-from jaxpath.sample import answers_from_source, copy_proof, partly_wrong, submission, submit
-from jaxpath.validate import proof_path
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters, pytest.mark.full]
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def test_reference_solutions_grade_clean(part, tmp_path):
                and "A known mistake." not in (dest / "feedback" / "mistaken" / part / f"{stem}.html").read_text()]
     assert not no_hint, f"no known mistake named on the pages of {no_hint}"
     assert all(proof_path(config, f"{part}/{stem}").exists() for stem in chapters), "validate the course first (make)"
-    for stem in chapters:  # read from the source, not from jaxpath.feedback: nothing secret on any page
+    for stem in chapters:  # read from the source, not from jaxpath.classroom.feedback: nothing secret on any page
         src = nbformat.read(dest / "source" / part / f"{stem}.ipynb", as_version=4)
         rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)
         secret = secret_lines(src, rel)

@@ -13,8 +13,8 @@ from course_factory import make_course
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
+from jaxpath.classroom.export import export
 from jaxpath.cli import main
-from jaxpath.export import export
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.statuses import GradeStatus
 

@@ -23,12 +23,12 @@ import nbformat
 import pytest
 
 from jaxpath import Config
-from jaxpath.chapter import is_answer, solution_source
+from jaxpath.authoring.chapter import is_answer, solution_source
+from jaxpath.classroom.feedback import feedback
+from jaxpath.classroom.sample import submit
 from jaxpath.config import ensure_venv_on_path, nbgrader_config
-from jaxpath.feedback import feedback
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.record import Status
-from jaxpath.sample import submit
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from jaxpath.hub import HubSettingsError, HubSetupError, load_settings
-from jaxpath.hub.process import hub_command, python_view, unreachable
+from jaxpath.classroom.hub import HubSettingsError, HubSetupError, load_settings
+from jaxpath.classroom.hub.process import hub_command
+from jaxpath.classroom.hub.setup import python_view, unreachable
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -161,7 +162,7 @@ def test_state_where_accounts_cannot_enter_is_refused(tmp_path):
 
 
 def test_the_hub_needs_root_and_its_proxy(tmp_path, monkeypatch):
-    import jaxpath.hub.setup as setup
+    import jaxpath.classroom.hub.setup as setup
 
     s = load_settings(_settings(tmp_path, GOOD))
     monkeypatch.setattr(setup.os, "geteuid", lambda: 1000)
@@ -175,7 +176,7 @@ def test_the_hub_needs_root_and_its_proxy(tmp_path, monkeypatch):
 
 
 def test_missing_accounts_are_named_unless_they_may_be_made(open_tmp, monkeypatch):
-    import jaxpath.hub.setup as setup
+    import jaxpath.classroom.hub.setup as setup
 
     s = load_settings(_settings(open_tmp, GOOD.replace('"ines"', '"jxh-nobody-ines"')))
     monkeypatch.setattr(setup, "PROXY", Path(sys.executable))  # stands in for an installed proxy

@@ -23,8 +23,8 @@ from loop_factory import BIN, REPO, Student, instructor_course, release
 from playwright.sync_api import expect
 
 from jaxpath import Config
+from jaxpath.classroom.sample import answers_from_source, submission, submit
 from jaxpath.grade import Limits, grade, sandbox_problem
-from jaxpath.sample import answers_from_source, submission, submit
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT_MS = 120_000

@@ -10,9 +10,9 @@ from loop_factory import REPO, Student, instructor_course, release
 from nbgrader.api import Gradebook
 
 from jaxpath import Config
+from jaxpath.classroom.sample import answers_from_source
 from jaxpath.config import nbgrader_config
 from jaxpath.grade import sandbox_problem
-from jaxpath.sample import answers_from_source
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 HIDDEN = ["double(-1.5)", "negative floats too", "square(-2)", "negative numbers square", "isinstance(halve(4), float)",

@@ -60,7 +60,7 @@ def test_unknown_track_chapter(course):
 
 
 def test_section_mapping_is_checked(course):
-    from jaxpath.validate import validate_one
+    from jaxpath.authoring.validate import validate_one
 
     text = (course / "course.toml").read_text().replace(
         'carries = [1]\n', 'carries = [1]\n\n[chapters."demo/01_demo".sections]\n"No such heading" = [1]\n', 1)
@@ -74,7 +74,7 @@ def test_section_mapping_is_checked(course):
 
 
 def test_real_sections_map_to_headings(real_config):
-    from jaxpath.validate import validate_one
+    from jaxpath.authoring.validate import validate_one
 
     m = load_manifest(real_config)
     for c in m.written():

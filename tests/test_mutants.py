@@ -8,9 +8,18 @@ import pytest
 from course_factory import VARIANTS, exercise, good_cells, make_course
 
 from jaxpath import Config
+from jaxpath.authoring.mutants import (
+    COURSE_MIN,
+    EXERCISE_MIN,
+    SUMMARY_FILE,
+    chapter_key,
+    check,
+    committed,
+    mutants_one,
+    run_mutants,
+)
+from jaxpath.authoring.mutate import generate
 from jaxpath.cells import solution_ranges
-from jaxpath.mutants import COURSE_MIN, EXERCISE_MIN, SUMMARY_FILE, chapter_key, check, committed, mutants_one, run_mutants
-from jaxpath.mutate import generate
 
 
 def cell(body: str, head: str = "def f(x, key, table, c, a, b, i, n):") -> str:

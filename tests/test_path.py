@@ -1,7 +1,7 @@
 """LEARNING_PATH.md is computed from the manifest and the section tags."""
-from jaxpath.chapter import load_chapter
+from jaxpath.authoring.chapter import load_chapter
+from jaxpath.authoring.path import learning_path, write_learning_path
 from jaxpath.manifest import load_manifest, notebook_path
-from jaxpath.path import learning_path, write_learning_path
 
 
 def test_fixture_learning_path(course_config):

@@ -12,7 +12,7 @@ from site_factory import solve
 
 from jaxpath import Config
 from jaxpath.cli import main
-from jaxpath.progress import EARNED, IN_PROGRESS, NOT_STARTED, RECORDS, Course, chapter_hash, load_records
+from jaxpath.learner.progress import EARNED, IN_PROGRESS, NOT_STARTED, RECORDS, Course, chapter_hash, load_records
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER = "basics/01_introduction"
@@ -93,7 +93,7 @@ def test_a_broken_record_file_is_a_clear_error(tmp_path, course):
     work = release_copy(tmp_path, "broken")
     (work / RECORDS).parent.mkdir()
     (work / RECORDS).write_text("{")
-    from jaxpath.progress import ProgressError
+    from jaxpath.learner.progress import ProgressError
 
     with pytest.raises(ProgressError, match="progress.json: not valid JSON"):
         course.progress(work)

@@ -5,7 +5,7 @@ import nbformat
 import pytest
 from course_factory import code
 
-from jaxpath.release import course_secrets, find_leaks, release
+from jaxpath.authoring.release import course_secrets, find_leaks, release
 
 pytestmark = pytest.mark.slow
 
@@ -75,7 +75,7 @@ def test_committed_release_is_current_and_clean(real_config):
 
 
 def test_failed_build_releases_nothing(course_config):
-    from jaxpath.build import build
+    from jaxpath.authoring.build import build
 
     first = build(course_config)
     assert first.ok and (course_config.root / "LEARNING_PATH.md").exists()

@@ -7,10 +7,10 @@ import pytest
 from course_factory import VARIANTS, good_cells, make_course
 
 from jaxpath import Config
-from jaxpath.chapter import load_chapter
+from jaxpath.authoring.chapter import load_chapter
+from jaxpath.authoring.requirements import render_block, write_requirements
+from jaxpath.authoring.validate import validate_one
 from jaxpath.manifest import load_manifest, notebook_path, variants_path
-from jaxpath.requirements import render_block, write_requirements
-from jaxpath.validate import validate_one
 
 ROOT = Path(__file__).resolve().parents[1]
 NB = "source/demo/01_demo.ipynb"
@@ -35,7 +35,7 @@ def _course(tmp_path, variants, cells=None):
 def _static(cfg):
     ch = load_chapter(notebook_path(cfg, "demo/01_demo"), "demo/01_demo", cfg.root,
                       variants_path(cfg, "demo/01_demo"))
-    from jaxpath.chapter import check_requirements
+    from jaxpath.authoring.requirements import check_requirements
     return ch, [str(p) for p in ch.problems + check_requirements(ch, required=False)]
 
 
@@ -140,7 +140,7 @@ def test_no_graded_cell_names_a_private_module_or_attribute():
 
 
 def test_render_block_is_stable():
-    from jaxpath.chapter import Exercise
+    from jaxpath.authoring.chapter import Exercise
     e = Exercise("f", 1, "f", 0, [0], 1, [], requirements={"R1": "returns x"}, left_open=["the dtype"])
     assert render_block(e).splitlines()[2:] == [
         "**Requirements** (the tests check each one and name it when it fails):", "", "- **R1** returns x", "",
@@ -150,7 +150,7 @@ def test_render_block_is_stable():
 def test_a_course_that_requires_lists_refuses_an_exercise_without_one(tmp_path):
     """`[validate] require_requirements = true` in the manifest (this course sets it): an exercise with no list
     is a problem naming the exercise and what to add; a course that does not set it is not held to it."""
-    from jaxpath.chapter import check_requirements
+    from jaxpath.authoring.requirements import check_requirements
     from jaxpath.errors import JaxpathError
 
     root, cfg = _course(tmp_path, VARIANTS)
@@ -200,9 +200,9 @@ def _blocks(cells):
 
 def test_the_helper_prints_a_line_per_requirement_and_scores_under_autograde(monkeypatch, capsys):
     """The kernel-side helper (run here as a module): a failing block fails its requirement and the cell goes on;
-    the lines it prints are what jaxpath.requirements parses; the score is returned only under autograde."""
+    the lines it prints are what jaxpath.authoring.requirements parses; the score is returned only under autograde."""
+    from jaxpath.authoring.requirements import parse_outcomes
     from jaxpath.kernel.requirements import Requirements
-    from jaxpath.requirements import parse_outcomes
 
     def run():
         check = Requirements("double", {"R1": 1.5, "R2": 0.25, "R3": 0.25})
@@ -267,7 +267,7 @@ def test_validate_proves_each_wrong_answer_loses_exactly_the_points_it_breaks(tm
                                          'breaks = ["R1", "R2"]\ncode = """\ndef double(x):\n    return x'))
     problems = [str(p) for p in validate_one(cfg, "demo/01_demo").problems]
     assert problems == [], problems
-    from jaxpath.requirements import known_mistakes
+    from jaxpath.authoring.requirements import known_mistakes
 
     mistakes = known_mistakes(cfg, "demo/01_demo")["double"]
     assert [(m.number, m.failed) for m in mistakes] == [(3, {"R2": "negative floats too"})]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxpath.feedback import feedback
-from jaxpath.sample import SAMPLE_CHAPTERS
+from jaxpath.classroom.feedback import feedback
+from jaxpath.classroom.sample import SAMPLE_CHAPTERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.full]
 

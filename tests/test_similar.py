@@ -1,5 +1,5 @@
 """`jaxpath similar`: pairs of submissions whose answers share long stretches of code. On the graded sample class
-(jaxpath.sample: a near-copy pair, a mistake two students make independently, the reference and the stub): the
+(jaxpath.classroom.sample: a near-copy pair, a mistake two students make independently, the reference and the stub): the
 pair is found and no one else; on synthetic classes: the planted pairs, and not every pair compared; the
 normalisation and the boilerplate (copydetect) in units."""
 import csv
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from jaxpath import Config
-from jaxpath.cli import main
-from jaxpath.sample import synthetic_class
-from jaxpath.similar import (
+from jaxpath.classroom.sample import synthetic_class
+from jaxpath.classroom.similar import (
     CSV_COLUMNS,
     LOOK,
     NOISE,
@@ -22,6 +21,7 @@ from jaxpath.similar import (
     normalised,
     similar,
 )
+from jaxpath.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 ACCUSING = re.compile(r"plagiar|cheat|copied|guilt|dishonest|suspic|misconduct|stole", re.IGNORECASE)
@@ -55,7 +55,7 @@ def test_the_fingerprints_are_the_same_in_every_run():
     import subprocess
     import sys
 
-    code = f"from jaxpath.similar import fingerprint; print(sorted(fingerprint({ANSWER!r}).hashes))"
+    code = f"from jaxpath.classroom.similar import fingerprint; print(sorted(fingerprint({ANSWER!r}).hashes))"
     runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     assert runs == {f"{sorted(fingerprint(ANSWER).hashes)}\n"}

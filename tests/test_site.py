@@ -15,9 +15,8 @@ from site_factory import real_site as _real_site
 from site_factory import text_of as _text
 
 from jaxpath import Config
-from jaxpath.chapter import load_chapter
-from jaxpath.manifest import load_manifest, notebook_path
-from jaxpath.site import (
+from jaxpath.authoring.chapter import load_chapter
+from jaxpath.learner.site import (
     Reading,
     Series,
     check_assets,
@@ -34,6 +33,7 @@ from jaxpath.site import (
     scrub_text,
     site_pages,
 )
+from jaxpath.manifest import load_manifest, notebook_path
 
 
 @pytest.fixture(scope="session")
@@ -125,7 +125,7 @@ def test_learning_path_page_has_every_stage_chapter_and_must_read(real_site, sit
     text = _text(page)
     for stage in manifest.stages:
         assert stage.title in text
-    from jaxpath.path import chapter_heading
+    from jaxpath.authoring.path import chapter_heading
 
     headings = [h.strip() for h in re.findall(r"<h3>(.*?)<a", page.read_text(encoding="utf-8"))]
     expected = [chapter_heading(manifest.chapters[cid]) for s in manifest.stages for cid in s.chapters]
@@ -288,7 +288,7 @@ def test_chapter_pages_are_the_student_version(real_site, site_out):
 
 def test_leak_check_catches_a_hidden_test_line_on_a_chapter_page(real_site, tmp_path):
     config, manifest, _ = real_site
-    from jaxpath.release import course_secrets
+    from jaxpath.authoring.release import course_secrets
 
     secrets = course_secrets(config)
     line = sorted(secrets.hidden)[0]
@@ -305,7 +305,7 @@ def test_leak_check_catches_a_hidden_test_line_on_a_chapter_page(real_site, tmp_
 
 
 def test_headings_get_unique_labels_and_code_fences_are_not_headings():
-    from jaxpath.site import label_headings as _label_headings
+    from jaxpath.learner.site import label_headings as _label_headings
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [

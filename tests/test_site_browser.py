@@ -19,7 +19,7 @@ import pytest
 from site_factory import HUB, ROOT, real_site, save_screenshot, solve
 
 from jaxpath import Config
-from jaxpath.site import site_pages
+from jaxpath.learner.site import site_pages
 
 pytestmark = pytest.mark.browser
 JAXPATH = Path(sys.executable).parent / "jaxpath"

@@ -10,8 +10,8 @@ import pytest
 from site_factory import HUB, ROOT, hrefs, text_of
 
 from jaxpath import Config
+from jaxpath.learner.site import build_site, site_pages
 from jaxpath.manifest import load_manifest
-from jaxpath.site import build_site, site_pages
 
 pytestmark = pytest.mark.slow
 
@@ -68,7 +68,7 @@ class TestClassSite:
 
 
 def test_without_a_class_branch_the_class_site_has_no_launch_button():
-    from jaxpath.site.data import SiteSettings
+    from jaxpath.learner.site.data import SiteSettings
 
     assert not SiteSettings(hub_url="https://h", repository="https://r", for_class=True).launch
     assert SiteSettings(hub_url="https://h", repository="https://r", for_class=True, class_branch="class").launch

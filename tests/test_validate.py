@@ -6,8 +6,8 @@ import pytest
 from course_factory import VARIANTS, code, good_cells, make_course
 
 from jaxpath import Config
+from jaxpath.authoring.validate import validate, validate_one
 from jaxpath.cli import main
-from jaxpath.validate import validate, validate_one
 
 pytestmark = pytest.mark.slow
 NB = "source/demo/01_demo.ipynb"

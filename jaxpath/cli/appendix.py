@@ -13,7 +13,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..appendix import appendix
+    from ..authoring.appendix import appendix
 
     r = appendix(config, args.chapters or None)
     for p in r.problems:

@@ -12,7 +12,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..build import build
+    from ..authoring.build import build
 
     with console.status("building…") as status:
         r = build(config, jobs=args.jobs, on_step=lambda s: status.update(f"{s}…"), on_report=on_report)

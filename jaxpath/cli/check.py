@@ -22,7 +22,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..check import check
+    from ..learner.check import check
 
     rc = 0
     for path in args.notebooks:

@@ -27,7 +27,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..clusters import KIND_WORDS, KNOWN, PASSES, UNKNOWN, clusters, merge_proposals, with_variants
+    from ..classroom.clusters import KIND_WORDS, KNOWN, PASSES, UNKNOWN, clusters, merge_proposals, with_variants
 
     config = with_variants(config, args.variants)
     if args.merge is not None:

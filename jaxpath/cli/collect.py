@@ -20,7 +20,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..collect import CollectError, collect
+    from ..classroom.collect import CollectError, collect
 
     try:
         r = collect(Path(args.zip), args.part, Path(args.roster), config.root, source_dir=config.source_dir,

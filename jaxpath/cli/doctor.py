@@ -19,7 +19,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..doctor import doctor
+    from ..grade.doctor import doctor
 
     r = doctor(args.isolation)
     if args.json:

@@ -32,9 +32,9 @@ def _command(args) -> str:
 
 
 def run(args, config: Config) -> int:
-    from ..drift.env import existing_python, parse_pins, side_env
-    from ..drift.report import write_reports
-    from ..drift.run import drift
+    from ..authoring.drift.env import existing_python, parse_pins, side_env
+    from ..authoring.drift.report import write_reports
+    from ..authoring.drift.run import drift
 
     if args.pins:
         env = side_env(config.root / "requirements.txt", parse_pins(args.pins), log=console.print)

@@ -21,7 +21,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..export import export
+    from ..classroom.export import export
 
     r = export(config, args.part, output=args.output, canvas_output=args.canvas_output,
                canvas_column=args.canvas_column, db_url=args.db, roster=args.roster)

@@ -19,7 +19,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..extend import extend
+    from ..classroom.extend import extend
     from ..manifest import parse_due
 
     until = parse_due(args.until, "--until") if args.until else None

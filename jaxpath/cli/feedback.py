@@ -14,7 +14,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..feedback import feedback
+    from ..classroom.feedback import feedback
 
     r = feedback(config, args.part, students=args.student, db_url=args.db)
     console.print(f"wrote {len(r.written)} feedback page(s) under feedback/*/{args.part}/ (hidden tests removed), "

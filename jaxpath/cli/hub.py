@@ -29,8 +29,8 @@ def _interrupt(signum, frame):
 
 
 def run(args, config: Config) -> int:
-    from ..hub import Hub, describe, load_settings, prepare, remove_created
-    from ..hub.process import hub_command
+    from ..classroom.hub import Hub, describe, load_settings, prepare, remove_created
+    from ..classroom.hub.process import hub_command
 
     settings = load_settings(args.settings)
     if args.remove_accounts:

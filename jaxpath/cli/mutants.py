@@ -25,9 +25,9 @@ def register(sub, parents) -> None:
 def run(args, config: Config) -> int:  # noqa: C901
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from ..authoring.mutants import COURSE_MIN, SUMMARY_FILE, check, count_mutants, run_mutants
+    from ..authoring.validate import resolve_chapters
     from ..manifest import load_manifest
-    from ..mutants import COURSE_MIN, SUMMARY_FILE, check, count_mutants, run_mutants
-    from ..validate import resolve_chapters
 
     if args.check:
         r = check(config)

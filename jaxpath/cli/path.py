@@ -12,7 +12,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..path import write_learning_path
+    from ..authoring.path import write_learning_path
 
     out, current = write_learning_path(config, check=args.check)
     if args.check:

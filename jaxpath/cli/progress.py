@@ -19,7 +19,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..progress import progress
+    from ..learner.progress import progress
 
     p = progress(config, args.folder)
     console.print(f"[bold]Progress in {p.work}[/bold]: {p.earned}/{len(p.tracks)} track chapters earned")

@@ -13,7 +13,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..release import release
+    from ..authoring.release import release
 
     with console.status("generating the student release with nbgrader…"):
         r = release(config, check=args.check)

@@ -15,7 +15,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..report import report
+    from ..classroom.report import report
 
     r = report(config, args.part, output=args.output, db_url=args.db)
     console.print(f"report on {r.students} student(s), {r.notebooks} notebook(s): {r.path}")

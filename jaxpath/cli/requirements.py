@@ -16,9 +16,9 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
+    from ..authoring.requirements import write_requirements
+    from ..authoring.validate import resolve_chapters
     from ..manifest import load_manifest
-    from ..requirements import write_requirements
-    from ..validate import resolve_chapters
 
     ids = resolve_chapters(load_manifest(config), args.chapters) if args.chapters else None
     r = write_requirements(config, check=args.check, chapters=ids)

@@ -6,7 +6,7 @@ from ._console import console
 
 
 def register(sub, parents) -> None:
-    from ..sample import SAMPLE_CHAPTERS
+    from ..classroom.sample import SAMPLE_CHAPTERS
 
     p = sub.add_parser("sample", parents=[parents.common],
                        help="grade a small synthetic class in a scratch copy of the course")
@@ -16,10 +16,10 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..feedback import feedback
+    from ..classroom.feedback import feedback
+    from ..classroom.report import report
+    from ..classroom.sample import make_sample_class
     from ..grade import sandbox_problem
-    from ..report import report
-    from ..sample import make_sample_class
     from . import main
 
     dest = config.build / "sample-class"

@@ -19,8 +19,8 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..serve import SiteServer
-    from ..site import SITE_OUT
+    from ..learner.serve import SiteServer
+    from ..learner.site import SITE_OUT
 
     server = SiteServer(config, args.site or config.build / SITE_OUT, args.work, args.port, args.lab_url)
     console.print(f"serving {server.url} (progress of {server.work}); Ctrl-C stops")

@@ -11,7 +11,7 @@ LARGE_CLASS = 50
 
 
 def register(sub, parents) -> None:
-    from .. import similar as api
+    from ..classroom import similar as api
 
     p = sub.add_parser("similar", parents=[parents.common],
                        help="pairs of submissions whose answers share long stretches of code (HTML and CSV)")
@@ -28,7 +28,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..similar import similar
+    from ..classroom.similar import similar
 
     with stage_bars("fingerprinting", LARGE_CLASS) as on_progress:
         r = similar(config, args.part, threshold=args.threshold, min_match=args.min_match, max_shared=args.max_shared,

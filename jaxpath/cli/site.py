@@ -19,7 +19,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..site import build_site
+    from ..learner.site import build_site
 
     with console.status("building the course site…") as status:
         r = build_site(config, out=args.out, jobs=args.jobs, for_class=args.for_class,

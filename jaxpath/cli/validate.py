@@ -18,7 +18,7 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from ..validate import validate
+    from ..authoring.validate import validate
 
     with console.status("validating chapters…"):
         course_problems, reports = validate(config, args.chapters or None, jobs=args.jobs,

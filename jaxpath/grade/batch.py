@@ -13,13 +13,14 @@ from typing import Callable, Iterable
 from ..config import Config
 from ..files import remove_orphaned_temp_dirs
 from . import cachepack
-from .coordinator import Coordinator, GradeReport, Job
+from .coordinator import Coordinator, GradeReport
 from .dispatch import connect, disconnect, dispatch
-from .follow import FOLLOWERS_PER_CORE, ReferenceGate
+from .follow import FOLLOWERS_PER_CORE
 from .fontlist import font_list
+from .jobs import Job
 from .limits import Limits
 from .record import Status, gradebook_call
-from .reference import reference_order
+from .reference import ReferenceGate, reference_order
 from .tasks import IntegritySpec, Result, Task
 from .worker import run_task
 

@@ -20,6 +20,7 @@ from ..errors import GradeError
 from ..files import write_atomic
 from . import integrity, record
 from .isolation import NONE, host_level
+from .jobs import Job
 from .limits import Limits
 from .pipeline import prepare_steps, record_steps
 from .record import Status, StatusStore
@@ -31,21 +32,6 @@ from .tasks import IntegritySpec, Result, Task
 GRADER_VERSION = "jaxpath-grade-3"
 MAX_EXTRA_BYTES = 50 * 1024 * 1024
 log = logging.getLogger("jaxpath.grade")
-
-
-@dataclass
-class Job:
-    student: str
-    notebook: str
-    path: Path | None
-    content_hash: str = ""
-    task: Task | None = None
-    status: Status | None = None
-    """Set when the notebook is settled without running (missing, invalid)."""
-    changes: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    """Worth telling the grader, not tampering (a duplicated grade cell)."""
-    files: dict[str, bytes] = field(default_factory=dict)
 
 
 @dataclass

@@ -1,22 +1,19 @@
 """Sending prepared tasks to Dask workers (a local cluster, or an existing scheduler), as many at a time as a
-`Gate` allows (follow.ReferenceGate: the batch's own)."""
+`Gate` allows (reference.ReferenceGate: the batch's own)."""
 from __future__ import annotations
 
 import hashlib
 import logging
 import queue
 import time
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import Callable, Iterator
 
 import nbformat
 
 from .. import texts
+from .jobs import Job
 from .statuses import GradeStatus
 from .tasks import Result, Task
-
-if TYPE_CHECKING:
-    from .coordinator import Job
-
 
 
 def connect(workers: int, scheduler: str | None = None, *, threads: int = 1):

@@ -10,7 +10,8 @@ of compiling them a second time beside the reference, and waits, idle, while the
   key its `Task.follow` carries (a worker on another machine finds nothing there and runs at its own pace);
 - `Follower`: the worker's side, waiting before each cell and taking turns, its waits kept apart from the
   notebook's own time;
-- `ReferenceGate`: how many tasks the dispatcher may send while the runs hold cores, and which goes first.
+- `FOLLOWERS_PER_CORE`: how many tasks may follow the runs per core they leave free (the batch's gate,
+  reference.ReferenceGate, sends them).
 """
 from __future__ import annotations
 
@@ -18,13 +19,7 @@ import contextlib
 import secrets
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
-
-from .dispatch import Gate
-
-if TYPE_CHECKING:
-    from .coordinator import Job
-    from .reference import ReferenceRuns
+from typing import Callable
 
 FOLLOWERS_PER_CORE = 4
 """While reference runs go on, how many tasks of their notebooks may be sent per core they leave free. Such a
@@ -125,30 +120,3 @@ class Follower:
             self.paused += waited
             self.lap("following the reference run")
             yield
-
-
-class ReferenceGate(Gate):
-    """Tasks beside the reference runs. While they run, tasks go only onto the cores they leave free: a task
-    whose notebook's reference is done first (it runs warm, a core's worth of work), else up to
-    FOLLOWERS_PER_CORE per free core that follow their reference. A task that did not follow would compile
-    what its reference has not yet published, on a busy machine the same work twice. On a remote cluster none
-    is sent before all are done (they then carry the pack). `workers` (None: a remote cluster's threads) is
-    how many run at once otherwise."""
-
-    def __init__(self, cores: int, workers: int | None):
-        super().__init__()
-        self.cores, self.workers = cores, workers
-        self.refs: ReferenceRuns | None = None
-
-    def limit(self, slots: int, waiting: list[Job] = ()) -> int:
-        workers = slots if self.workers is None else min(slots, self.workers)
-        if self.refs is None or self.refs.all_done():
-            return workers
-        if self.workers is None:
-            return 0
-        free = min(workers, max(0, self.cores - self.refs.busy()))
-        warm = any(self.refs.done(job.notebook) for job in waiting)
-        return free if warm else free * FOLLOWERS_PER_CORE
-
-    def pick(self, waiting: list[Job]) -> int:
-        return next((i for i, job in enumerate(waiting) if self.refs is None or self.refs.done(job.notebook)), 0)

@@ -13,7 +13,10 @@ cache whole (`_publish`), so the tasks already running read it while the referen
 this process follows the run cell by cell (follow.py), so it compiles nothing the reference compiles. The key
 hashes the grader's version, the source notebook, the Python version and the integrity code (both sides), so
 editing a notebook, upgrading jaxpath or Python invalidates it; otherwise every later batch (a `--student`
-regrade included) reuses it."""
+regrade included) reuses it.
+
+`ReferenceRuns` runs a batch's references beside its submissions; `ReferenceGate`, the batch's gate for the
+dispatcher, sends tasks only onto the cores those runs leave free."""
 from __future__ import annotations
 
 import contextlib
@@ -35,7 +38,9 @@ from ..cells import grade_id, is_answer, is_test
 from ..files import private_temp_dir, write_atomic
 from . import integrity
 from .cachepack import writer_env
-from .follow import Progress, register, withdraw
+from .dispatch import Gate
+from .follow import FOLLOWERS_PER_CORE, Progress, register, withdraw
+from .jobs import Job
 
 log = logging.getLogger("jaxpath.grade")
 
@@ -248,3 +253,30 @@ class ReferenceRuns:
         """Every reference, once all are done (re-raising a run's error)."""
         self._all.wait()
         return {name: ref for name, fut in self._futures.items() if (ref := fut.result()) is not None}
+
+
+class ReferenceGate(Gate):
+    """Tasks beside the reference runs. While they run, tasks go only onto the cores they leave free: a task
+    whose notebook's reference is done first (it runs warm, a core's worth of work), else up to
+    FOLLOWERS_PER_CORE per free core that follow their reference. A task that did not follow would compile
+    what its reference has not yet published, on a busy machine the same work twice. On a remote cluster none
+    is sent before all are done (they then carry the pack). `workers` (None: a remote cluster's threads) is
+    how many run at once otherwise."""
+
+    def __init__(self, cores: int, workers: int | None):
+        super().__init__()
+        self.cores, self.workers = cores, workers
+        self.refs: ReferenceRuns | None = None
+
+    def limit(self, slots: int, waiting: list[Job] = ()) -> int:
+        workers = slots if self.workers is None else min(slots, self.workers)
+        if self.refs is None or self.refs.all_done():
+            return workers
+        if self.workers is None:
+            return 0
+        free = min(workers, max(0, self.cores - self.refs.busy()))
+        warm = any(self.refs.done(job.notebook) for job in waiting)
+        return free if warm else free * FOLLOWERS_PER_CORE
+
+    def pick(self, waiting: list[Job]) -> int:
+        return next((i for i, job in enumerate(waiting) if self.refs is None or self.refs.done(job.notebook)), 0)
