@@ -20,7 +20,7 @@ if [ ! -d "$site/flax" ]; then
     flax optax orbax-checkpoint matplotlib ipython nbformat flatbuffers >"$out/pip.log" 2>&1 || { tail -20 "$out/pip.log"; exit 1; }
 fi
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site" PYTHONUNBUFFERED=1
-runner="$(dirname "$0")/../jaxpath/platforms/onchip.py"
+runner="$(dirname "$0")/../jaxpath/authoring/platforms/onchip.py"
 chapters=""
 [ $# -gt 0 ] && chapters="--chapters $*"
 # shellcheck disable=SC2086

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from course_factory import code, good_cells, make_course
 
-from jaxpath import Config, platforms
+from jaxpath import Config
+from jaxpath.authoring import platforms
 
 ROOT = Path(__file__).resolve().parent.parent
 STAMPED_CELL = (f"{platforms.RECORDED_START}\nTPU_RECORDED = \"\"\"(not yet recorded on a TPU)\"\"\"\n"

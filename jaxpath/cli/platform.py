@@ -14,7 +14,7 @@ def register(sub, parents) -> None:
                        help="run the course and validate's proof on an accelerator; report what differs from its CPU",
                        description=(
                            "plan: write what the accelerator's host runs (build/platforms/plan.json). On that host, "
-                           "with only Python, IPython and its own JAX: `python jaxpath/platforms/onchip.py PLAN OUT` "
+                           "with only Python, IPython and its own JAX: `python jaxpath/authoring/platforms/onchip.py PLAN OUT` "
                            "(and again with JAX_PLATFORMS=cpu for the control). report: judge both runs into "
                            "reports/platforms/<chip>.md and .json. check: the reported chapters changed since?"))
     steps = p.add_subparsers(dest="step", required=True)
@@ -37,9 +37,9 @@ def register(sub, parents) -> None:
 
 
 def run(args, config: Config) -> int:
-    from .. import platforms
+    from ..authoring import platforms
+    from ..authoring.validate import resolve_chapters
     from ..manifest import load_manifest
-    from ..validate import resolve_chapters
 
     default_plan = config.build / "platforms" / "plan.json"
     if args.step == "plan":

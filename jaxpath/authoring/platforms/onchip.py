@@ -4,7 +4,7 @@ It needs nothing but Python's standard library and IPython (3.11 or newer): the 
 own Python and JAX, have no TCP at all (a Jupyter kernel cannot start) and let one process hold the chip at a
 time. So it is run as a file, not imported from the jaxpath package:
 
-    python jaxpath/platforms/onchip.py PLAN.json OUT.json [--chapters basics/02_jit ...] [--timeout 600]
+    python jaxpath/authoring/platforms/onchip.py PLAN.json OUT.json [--chapters basics/02_jit ...] [--timeout 600]
 
 PLAN.json is what `jaxpath platform plan` wrote on the course's pinned stack: every chapter's code cells with
 their tags and roles, and per exercise the stub, the wrong and the alternative answers (validate's proof). Each

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..cells import INTENDED_ERROR, tags
+from ...cells import INTENDED_ERROR, tags
+from ...config import Config
+from ...files import write_atomic
+from ...manifest import load_manifest, notebook_path, variants_path
 from ..chapter import load_chapter, stub_source
-from ..config import Config
-from ..files import write_atomic
-from ..manifest import load_manifest, notebook_path, variants_path
 
 STAMP_TAG = "platform-output"
 """A cell tagged so runs live on the accelerator and elsewhere prints what the accelerator's last run printed,
@@ -260,7 +260,8 @@ def markdown(report: dict, config: Config) -> str:
              f"| chapters whose run crashed | {t['platform_crash']} |",
              f"| compiled `pallas_call`s | {t['pallas_compiled']} |",
              "",
-             "| chapter | run | accelerator s | CPU control s | cells | trials | platform-only | stack (both) | compiled kernels |",
+             "| chapter | run | accelerator s | CPU control s | cells | trials | platform-only | stack (both) "
+             "| compiled kernels |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for cid, c in report["chapters"].items():
         po = sum(len(c.get(f"platform_{k}", [])) for k in KINDS + ("crash",))
@@ -301,7 +302,7 @@ def stamp(config: Config, report: dict) -> list[str]:
     notebooks, keeping their format). Returns the chapters changed."""
     import nbformat
 
-    from ..files import write_atomic as _write
+    from ...files import write_atomic as _write
 
     changed = []
     for cid, entry in report["chapters"].items():
