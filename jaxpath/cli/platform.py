@@ -54,17 +54,11 @@ def run(args, config: Config) -> int:
         return 0
     if args.step == "report":
         plan_data = json.loads(Path(args.plan or default_plan).read_text(encoding="utf-8"))
-        previous = None
-        if args.chip:
-            js, _ = platforms.report_paths(config, args.chip)
-            previous = json.loads(js.read_text(encoding="utf-8")) if js.exists() else None
-        report = platforms.build_report(config, plan_data, Path(args.accelerator), Path(args.control), args.chip,
-                                        previous)
-        if previous is None:
-            js, _ = platforms.report_paths(config, report["chip"])
-            if js.exists():
-                report = platforms.build_report(config, plan_data, Path(args.accelerator), Path(args.control),
-                                                report["chip"], json.loads(js.read_text(encoding="utf-8")))
+        accel = Path(args.accelerator)
+        chip = args.chip or platforms.chip_name(platforms.run_platform(accel))
+        js, _ = platforms.report_paths(config, chip)
+        previous = json.loads(js.read_text(encoding="utf-8")) if js.exists() else None  # entries this run lacks
+        report = platforms.build_report(config, plan_data, accel, Path(args.control), chip, previous)
         js, md = platforms.write_report(config, report)
         t = platforms.totals(report)
         console.print(f"{report['chip']}: {len(report['chapters'])} chapters; on the accelerator only: "

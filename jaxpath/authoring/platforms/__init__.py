@@ -151,9 +151,9 @@ def judge(planned: dict, record: dict) -> Findings:
         cand = next(c for c in ex["candidates"] if c["label"] == t["label"])
         breaks = set(cand["breaks"])
         all_pass = all(r["ok"] for r in t["tests"])
-        score_ok = all(_score_ok(r.get("score"), ex["weights"], breaks)[0] for r in t["tests"])
-        why = "; ".join(_score_ok(r.get("score"), ex["weights"], breaks)[1] or r["error"] for r in t["tests"]
-                        if not _score_ok(r.get("score"), ex["weights"], breaks)[0] or not r["ok"])
+        judged = [(r, *_score_ok(r.get("score"), ex["weights"], breaks)) for r in t["tests"]]
+        score_ok = all(ok for _, ok, _ in judged)
+        why = "; ".join(msg or r["error"] for r, ok, msg in judged if not ok or not r["ok"])
         name = f"{ex['name']} {t['label']}"
         if t["kind"] == "alternative" and (t["answer_error"] or not all_pass or not score_ok):
             f.alternatives.append(f"{name}: {t['answer_error'] or why}")
@@ -182,6 +182,11 @@ def _load(path: Path) -> dict:
     return {c["id"]: c for c in data["chapters"]}
 
 
+def run_platform(path: Path) -> dict:
+    """The platform a run reports (its first chapter that got as far as naming one)."""
+    return next((r["platform"] for r in _load(path).values() if r.get("platform")), {})
+
+
 KINDS = ("cells", "references", "wrong_passing", "wrong_other", "alternatives", "stub")
 
 
@@ -191,7 +196,7 @@ def build_report(config: Config, plan_data: dict, accel: Path, control: Path, ch
     Chapters not in these runs keep their entry from `previous` (the committed report)."""
     planned = {c["id"]: c for c in plan_data["chapters"]}
     runs_a, runs_c = _load(accel), _load(control)
-    first = next((r.get("platform", {}) for r in runs_a.values() if r.get("platform")), {})
+    first = run_platform(accel)
     chip = chip or chip_name(first)
     chapters = dict((previous or {}).get("chapters", {}))
     for cid, rec in runs_a.items():
