@@ -1,13 +1,14 @@
-# The two commands: `make` (set up and build the course) and `make test` (every behaviour once, at this host's
+# The two commands: `make` (set up and build the course, its site and its manual) and `make test` (every behaviour once, at this host's
 # best isolation level, plus the chapters); `make test-all` (what CI runs) adds the tier marked `full`.
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
-.PHONY: all build site sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts
-# `make`: set up, build the course and its site, then grade a small synthetic class so you see the grader at work.
-all: build site sample
+.PHONY: all build site docs sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts
+# `make`: set up, build the course, its site and the manual, then grade a small synthetic class so you see the grader
+# at work.
+all: build site docs sample
 
 $(STAMP): requirements.txt pyproject.toml
 	@py=$$(sh scripts/find-python.sh) || exit 1; \
@@ -24,6 +25,11 @@ build: $(STAMP)
 # The course site (build/site/index.html) from the executed chapters that `build` wrote.
 site: $(STAMP)
 	$(BIN)/jaxpath site --jobs $(JOBS)
+
+# The manual (build/docs/index.html) from docs/: Sphinx's warnings are errors (a broken reference, a page outside the
+# contents); the command reference comes from jaxpath's parsers (sphinx-argparse). No notebook runs, nothing is fetched.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html -d build/.docs-doctrees docs build/docs
 
 sample: $(STAMP)
 	$(BIN)/jaxpath sample
@@ -55,12 +61,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_grade.py
 	$(BIN)/python benchmarks/bench_insight.py
 
-# Upgrade drift: the course on jax 0.12.0 and on 0.11.2, compared with the pinned build, into reports/drift/ (README: upgrading).
+# Upgrade drift: the course on jax 0.12.0 and on 0.11.2, compared with the pinned build, into reports/drift/ (docs/drift.md).
 drift: $(STAMP)
 	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.12.0 jaxlib==0.12.0'
 	-nice -n 10 $(BIN)/jaxpath drift --jobs $(JOBS) --with 'jax==0.11.2 jaxlib==0.11.2'
 
-# The course on a JupyterHub on this machine, as root (README: "The course on a JupyterHub"): deploy/hub.toml's
+# The course on a JupyterHub on this machine, as root (docs/hub.md): deploy/hub.toml's
 # courses and accounts (made when missing, with random passwords that it prints), the proxy from
 # deploy/package-lock.json; Ctrl-C stops it. `make hub-remove-accounts` removes the accounts it made.
 HUB_PROXY := deploy/node_modules/.bin/configurable-http-proxy

@@ -47,7 +47,7 @@ class Case:
     """Runs until the grader stops it at the cell limit (test_hostile grades these in a batch of their own,
     under a shorter limit: what they show, a limit reached and the kernel stopped, is the same at any limit)."""
     levels: dict = field(default_factory=dict)
-    """Where an isolation layer changes the outcome (the README's isolation section says why):
+    """Where an isolation layer changes the outcome (docs/security.md says why):
     {layer, e.g. "rlimits": {"statuses": ..., "reason": ...}}."""
 
     def at(self, level: str) -> "Case":

@@ -428,7 +428,7 @@ class TestSampleClass:
     @pytest.mark.browser
     def test_each_page_in_chromium(self, sample_clusters, chromium, tmp_path, request):
         """Every exercise page: its chart drawn, the clusters table and the sections on screen, no script error; the
-        shared mistake's page says it is no known mistake; screenshots kept for the README."""
+        shared mistake's page says it is no known mistake; screenshots kept for the manual."""
         from site_factory import save_screenshot
 
         sample, _, r = sample_clusters

@@ -6,8 +6,8 @@ same `nbgrader db` students and due date, the same configuration lines, `generat
 submissions. The course is then copied, `nbgrader autograde` grades one copy and `jaxpath grade` the
 other. Compared: every grade cell's score and needs-manual-grade flag, each notebook's score, max score
 and flag, the comments, the late penalty, and the files in autograded/ (names, and contents of all but
-the executed notebooks). A difference is allowed only where DELIBERATE lists it, and the README's table
-of deliberate differences must name it.
+the executed notebooks). A difference is allowed only where DELIBERATE lists it, and the table of deliberate
+differences in the grader's guide (docs/grader.md) must name it.
 
 Two tiers. `make test` grades each case with jaxpath only and compares it with nbgrader's result stored in
 tests/golden/parity/<case>.json; the golden names what it was made from (nbgrader's version, the fixtures'
@@ -162,7 +162,7 @@ DELIBERATE = {
     ("showtraceback_exploit", "spam"): "replaces IPython's traceback display",
     ("showtraceback_exploit", "eggs"): "replaces IPython's traceback display",
 }
-"""(case, student) -> the README's words for why jaxpath grades it differently (a pass after the display of
+"""(case, student) -> the grader's guide's words for why jaxpath grades it differently (a pass after the display of
 errors was replaced is not counted)."""
 
 
@@ -395,8 +395,8 @@ def test_grades_nbgraders_own_autograde_cases_as_nbgrader_does(name, tmp_path):
     assert not problems, "\n".join(problems)
 
 
-def test_every_deliberate_difference_is_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("Deliberate differences from nbgrader"):]
+def test_every_deliberate_difference_is_in_the_graders_guide():
+    guide = (ROOT / "docs" / "grader.md").read_text()
+    table = guide[guide.index("## Deliberate differences from nbgrader"):]
     for why in set(DELIBERATE.values()):
-        assert why in table, f"README.md: the table of deliberate differences from nbgrader does not list: {why}"
+        assert why in table, f"docs/grader.md: the table of deliberate differences from nbgrader does not list: {why}"

@@ -185,7 +185,7 @@ class TestSampleClass:
     @pytest.mark.browser
     def test_the_page_in_chromium(self, sample_pairs, chromium, tmp_path, request):
         """What a person sees: the words asking them to look, the threshold, the pair side by side with its
-        shared stretches highlighted on both sides; a screenshot kept for the README."""
+        shared stretches highlighted on both sides; a screenshot kept for the manual."""
         from site_factory import save_screenshot
 
         sample, r = sample_pairs

@@ -48,7 +48,7 @@ def site_out(real_site) -> Path:
 
 def test_site_builds_without_warnings_or_problems(real_site):
     """How long it takes is printed, not asserted: a loaded machine took 214 s where an idle one takes 20-60 s
-    (a timed test rejects good work; `make bench` and the README measure speed)."""
+    (a timed test rejects good work; `make bench` and docs/performance.md measure speed)."""
     _, _, r = real_site
     assert not r.warnings, "Sphinx warned:\n" + "\n".join(r.warnings)
     assert not r.problems, "the site has problems:\n" + "\n".join(map(str, r.problems))

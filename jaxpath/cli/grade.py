@@ -19,7 +19,7 @@ def register(sub, parents) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=int, default=None,
                        help="notebooks graded at once on this machine (default: one per core); while a reference run "
-                            "goes on, a few more may wait beside it, following it (README: fixed costs)")
+                            "goes on, a few more may wait beside it, following it (docs/performance.md: fixed costs)")
     where.add_argument("--scheduler", default=None, help="address of an existing Dask scheduler (tcp://host:port)")
     p.add_argument("--force", action="store_true", help="regrade notebooks that did not change")
     p.add_argument("--no-sandbox", action="store_true",

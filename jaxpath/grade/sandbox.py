@@ -1,7 +1,7 @@
 """Run a notebook's kernel where student code can reach nothing but a private copy of its own folder.
 
 The layers (namespaces, resources) are chosen by what the host gives: see jaxpath/grade/isolation/ and the
-README's isolation section. At every level:
+manual's security page (docs/security.md). At every level:
 - bubblewrap: new mount, pid, network, ipc and uts namespaces; only /usr, the Python prefix and the
   virtual environment (read-only), the private work folder and the kernel's socket folder are visible;
 - the kernel runs without capabilities or new privileges: as a spare uid of its own per parallel slot
