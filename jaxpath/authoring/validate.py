@@ -21,7 +21,7 @@ from ..cells import grade_id
 from ..config import Config
 from ..errors import UnknownChapter
 from ..execute import Session, stamp_notebook
-from ..files import write_atomic
+from ..files import remove_orphaned_temp_dirs, write_atomic
 from ..manifest import Manifest, check_layout, load_manifest, notebook_path, variants_path
 from ..problems import ChapterError, Problem
 from .chapter import (
@@ -350,6 +350,7 @@ def resolve_chapters(manifest: Manifest, names: Iterable[str] | None) -> list[st
 def validate(config: Config, chapters: Iterable[str] | None = None, *, jobs: int = 1, execute: bool = True,
              on_report: Callable[[ChapterReport], None] | None = None) -> tuple[list[Problem], list[ChapterReport]]:
     """Validate chapters (default: every written chapter). Returns course-level problems and per-chapter reports."""
+    remove_orphaned_temp_dirs()  # the kernels' folders of a validation that was killed (no cleanup code ran there)
     manifest = load_manifest(config)
     course_problems = check_layout(config, manifest)
     ids = resolve_chapters(manifest, chapters)
