@@ -4,6 +4,8 @@ The same stack as the course site (jaxpath/learner/site/sphinx_config.py): MyST,
 loaded from the network; plus sphinx-argparse, which writes the command reference from jaxpath's own parsers
 (`jaxpath.cli.parser`). Built with -W: a broken cross-reference or a page outside the table of contents fails."""
 
+from jaxpath.learner.site.sphinx_config import BOOK_THEME_OPTIONS
+
 project = "The JAX path: the manual"
 author = "the JAX path"
 copyright = "the JAX path authors"
@@ -23,12 +25,4 @@ html_copy_source = False
 html_show_sourcelink = False
 html_last_updated_fmt = None
 html_context = {"default_mode": "auto"}      # as the course site: an empty mode makes the theme log a console error
-html_theme_options = {
-    "home_page_in_toc": True,
-    "show_toc_level": 2,
-    "use_download_button": False,
-    "use_fullscreen_button": False,
-    "use_repository_button": False,
-    "navigation_with_keys": False,
-    "search_bar_text": "Search the manual",
-}
+html_theme_options = {**BOOK_THEME_OPTIONS, "search_bar_text": "Search the manual"}

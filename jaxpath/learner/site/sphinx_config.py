@@ -28,6 +28,17 @@ def mathjax_files() -> tuple[Path | None, list[Path]]:
     return base, files
 
 
+BOOK_THEME_OPTIONS = {
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "navigation_with_keys": False,
+}
+"""sphinx-book-theme's options for the course site and the manual (docs/conf.py): one look for both."""
+
+
 def mathjax_version(base: Path | None) -> str:
     if base is None:
         return ""
@@ -37,15 +48,7 @@ def mathjax_version(base: Path | None) -> str:
 
 def sphinx_settings(title: str, site: SiteSettings, static: list[str], mathjax: bool) -> dict:
     """Every setting of the site's Sphinx build."""
-    theme_options = {
-        "home_page_in_toc": True,
-        "show_toc_level": 2,
-        "use_download_button": False,
-        "use_fullscreen_button": False,
-        "use_repository_button": False,
-        "navigation_with_keys": False,
-        "search_bar_text": "Search the course",
-    }
+    theme_options = {**BOOK_THEME_OPTIONS, "search_bar_text": "Search the course"}
     if site.launch:
         # sphinx-book-theme's own JupyterHub button: an nbgitpuller link that clones `repository` on the hub and
         # opens <path_to_docs><page>.ipynb; a chapter page's docname is the student notebook's path in the repository
