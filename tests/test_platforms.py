@@ -62,6 +62,8 @@ def test_the_report_splits_the_platforms_from_the_stack(tmp_path):
     ch["platform"] = {"device_kind": "TPU v5 lite", "backend": "tpu", "jax": "0.10.2", "python": "3.11.7"}
     code_cell = next(c for c in ch["cells"] if c["ok"] and c["index"] == 3)
     code_cell.update(ok=False, error="ValueError: only on the chip")
+    printing = next(c for c in ch["cells"] if c["ok"] and c["printed"] == "measured 42\n")
+    printing["printed"] = "measured 41.99\n"                      # the chip printed another number
     alt = next(t for t in ch["trials"] if t["kind"] == "alternative" and t["exercise"] == "double")
     alt["tests"][0].update(ok=False, error="AssertionError: precision")
     wrong = next(t for t in ch["trials"] if t["kind"] == "wrong" and t["exercise"] == "square")
@@ -87,6 +89,9 @@ def test_the_report_splits_the_platforms_from_the_stack(tmp_path):
     js, md = platforms.write_report(config, report)
     text = md.read_text()
     assert "| cells that raise | 1 |" in text and "ValueError: only on the chip" in text and "NameError: both" in text
+    (printed,) = entry["printed_differently"]
+    assert printed == f"cell {printing['index']}, line 1: accelerator 'measured 41.99', CPU 'measured 42'"
+    assert printed in text and t["printed_differently"] == 1
 
 
 def test_stamp_writes_the_recorded_output_and_check_sees_changes(tmp_path):

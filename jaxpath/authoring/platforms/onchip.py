@@ -31,6 +31,7 @@ import time
 import traceback
 
 FORMAT = 1
+PRINTED_KEPT = 4000  # the last characters of what each cell printed: the report compares the chip's with the CPU's
 
 
 def _summary(e: BaseException) -> str:
@@ -176,7 +177,8 @@ def run_chapter(chapter: dict, folder: str, seconds: float) -> dict:
             record["pallas"][1] += interpreted
         record["cells"].append({"index": index, "ok": ok, "error": error, "score": _last_score(shell.user_ns),
                                 "seconds": round(time.perf_counter() - started, 3),
-                                "stamped": printed if cell.get("stamp") and ok else None})
+                                "stamped": printed if cell.get("stamp") and ok else None,
+                                "printed": printed[-PRINTED_KEPT:]})
     record["seconds"] = round(time.perf_counter() - t0, 2)
     record["platform"] = _platform(shell.user_ns)
     return record
