@@ -239,9 +239,12 @@ def printed_differently(accel: dict, control: dict) -> list[str]:
             continue
         mine, yours = c["printed"].splitlines(), other["printed"].splitlines()
         k = next((i for i, (x, y) in enumerate(zip(mine, yours)) if x != y), min(len(mine), len(yours)))
-        line = lambda lines: repr(lines[k][:160]) if k < len(lines) else "(nothing more)"  # noqa: E731
-        out.append(f"cell {c['index']}, line {k + 1}: accelerator {line(mine)}, CPU {line(yours)}")
+        out.append(f"cell {c['index']}, line {k + 1}: accelerator {_line_at(mine, k)}, CPU {_line_at(yours, k)}")
     return out
+
+
+def _line_at(lines: list[str], k: int) -> str:
+    return repr(lines[k][:160]) if k < len(lines) else "(nothing more)"
 
 
 def totals(report: dict) -> dict:
