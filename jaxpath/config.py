@@ -41,6 +41,8 @@ class Config:
     release_dir: str = "release"
     variants_dir: str = "variants"
     build_dir: str = "build"
+    proofs_dir: str = "proofs"
+    """Where `jaxpath validate` writes each chapter's proof (committed: jaxpath.authoring.proofs)."""
     manifest_file: str = "course.toml"
     db_url: str = ""
     kernel_name: str = "python3"
@@ -80,6 +82,10 @@ class Config:
     @property
     def build(self) -> Path:
         return self.root / self.build_dir
+
+    @property
+    def proofs(self) -> Path:
+        return self.root / self.proofs_dir
 
     @property
     def executed(self) -> Path:

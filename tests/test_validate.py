@@ -135,17 +135,20 @@ def test_a_proof_is_reused_only_for_exactly_what_it_proved(tmp_path):
     root = make_course(tmp_path / "c")
     config = Config.load(root)
     first = validate_one(config, "demo/01_demo")
-    assert first.ok and not first.reused
-    again = validate_one(config, "demo/01_demo", reuse=True)
-    assert again.ok and again.reused and again.exercises == first.exercises and again.executed.exists()
-    assert not validate_one(config, "demo/01_demo").reused  # without reuse it runs
-    # a change to the variants (or the notebook, the manifest, jaxpath, the lock) invalidates the proof
+    assert first.ok and not first.reused and first.proof == root / "proofs/demo/01_demo.json"
+    again = validate_one(config, "demo/01_demo", reuse=True)  # reference-only: executed, the proof kept
+    assert again.ok and again.reused and again.proof is None and again.exercises == first.exercises
+    assert again.executed.exists()
+    assert not validate_one(config, "demo/01_demo").reused  # without reuse it proves
+    # a change to the variants (or the notebook, the manifest entry, the checking code, the lock) invalidates it
     (root / "variants/demo/01_demo.toml").write_text(VARIANTS + "\n# a comment\n")
     assert not validate_one(config, "demo/01_demo", reuse=True).reused
-    # a failing chapter leaves no proof behind
+    # a failing chapter writes no proof: the one there stays, stale, and is not reused
     nb = nbformat.read(root / NB, as_version=4)
     nb.cells[3].source = "raise ValueError('broken')"
     nbformat.write(nb, root / NB)
-    assert not validate_one(config, "demo/01_demo").ok
-    assert not (root / "build/validated/demo/01_demo.json").exists()
+    before = (root / "proofs/demo/01_demo.json").read_bytes()
+    failed = validate_one(config, "demo/01_demo")
+    assert not failed.ok and failed.proof is None
+    assert (root / "proofs/demo/01_demo.json").read_bytes() == before
     assert not validate_one(config, "demo/01_demo", reuse=True).reused

@@ -1,12 +1,16 @@
 """`jaxpath build`: validate every chapter, then release, appendix and learning path.
 
+A chapter whose committed proof is current is run reference-only, one whose proof is stale or missing is proven in
+full and its new proof written into proofs/ (`validate(reuse=True)`); build/build.json says which was which.
 Nothing is released from a chapter that failed validation: a failed build leaves release/ as it was."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..config import Config
+from ..files import write_atomic
 from ..problems import Problem
 from .appendix import AppendixReport, appendix
 from .path import write_learning_path
@@ -34,7 +38,10 @@ def build(config: Config, *, jobs: int = 1, on_step: Callable[[str], None] | Non
     step = on_step or (lambda s: None)
     report = BuildReport()
     step("validate")
-    report.course_problems, report.chapters = validate(config, jobs=jobs, on_report=on_report)
+    report.course_problems, report.chapters = validate(config, jobs=jobs, reuse=True, on_report=on_report)
+    write_atomic(config.build / "build.json", json.dumps({"chapters": [
+        {"chapter": r.id, "proof": "reused" if r.reused else "proved", "ok": r.ok, "seconds": round(r.seconds, 1)}
+        for r in report.chapters]}, indent=1) + "\n")
     if report.course_problems or not all(r.ok for r in report.chapters):
         return report
     step("release")

@@ -35,7 +35,7 @@ from .chapter import (
     tags,
     visible_source,
 )
-from .proofs import proof_path
+from .proofs import proof_state, write_proof
 from .requirements import check_requirements
 
 NS = "__jaxpath_ns__"
@@ -50,7 +50,9 @@ class ChapterReport:
     exercises: int = 0
     variants: int = 0
     reused: bool = False
-    """True when an earlier proof with the same validation key was reused instead of running it again."""
+    """True when the chapter's committed proof was current and reused: the chapter ran reference-only."""
+    proof: Path | None = None
+    """The proof this validation wrote (None when it reused one, or failed)."""
 
     @property
     def ok(self) -> bool:
@@ -196,10 +198,11 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise, mistakes: list | None
 
 
 def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None,
-                mistakes: list | None = None) -> tuple[list[Problem], nbformat.NotebookNode]:
+                mistakes: list | None = None, prove: bool = True) -> tuple[list[Problem], nbformat.NotebookNode]:
     """Execute a chapter with its variants; return the problems and the executed notebook. `mistakes` collects
     how the tests judged each wrong answer of an exercise scored per requirement (jaxpath.authoring.requirements.Mistake;
-    its hint is "" where it has none)."""
+    its hint is "" where it has none). Without `prove`, reference-only: the stub, wrong and alternative answers are
+    not run (the reference's checks and the intended errors are)."""
     problems: list[Problem] = []
     nb = copy.deepcopy(ch.nb)
     for cell in nb.cells:
@@ -214,7 +217,7 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None,
         for i, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
-            if i in answers:
+            if i in answers and prove:
                 problems += _check_variants(s, ch_exec, answers[i], mistakes)
                 if s.dead:
                     problems.append(ch.problem("the kernel died while checking the stub or a variant", i, answers[i].name))
@@ -249,45 +252,15 @@ def run_chapter(ch: Chapter, config: Config, executed_out: Path | None = None,
     return problems, nb
 
 
-def validation_key(config: Config, chapter_id: str) -> str:
-    """What a chapter's validation depends on: the notebook, its variants file, the jaxpath package, the
-    lock and the Python that runs it. A successful validation with this key need not be repeated."""
-    import hashlib
-    import platform
-
-    h = hashlib.sha256(platform.python_version().encode())
-    paths = [notebook_path(config, chapter_id), variants_path(config, chapter_id), config.manifest_path,
-             config.root / "requirements.txt"]
-    paths += sorted(Path(__file__).parents[1].rglob("*.py"))  # all of jaxpath, not only authoring/
-    for p in paths:
-        h.update(str(p.name).encode())
-        h.update(p.read_bytes() if p.exists() else b"-")
-    return h.hexdigest()
-
-
-def _reuse(config: Config, chapter_id: str) -> ChapterReport | None:
-    """The report of an earlier successful validation of exactly this chapter on exactly this stack."""
-    path, executed = proof_path(config, chapter_id), config.executed / f"{chapter_id}.ipynb"
-    try:
-        proof = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if proof.get("key") != validation_key(config, chapter_id) or not executed.exists():
-        return None
-    return ChapterReport(chapter_id, [], 0.0, executed, proof.get("exercises", 0), proof.get("variants", 0), reused=True)
-
-
 def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: bool = False) -> ChapterReport:
-    """Validate one chapter. With `reuse`, a chapter that validated before with the same
-    `validation_key` (same notebook, variants, jaxpath, lock and Python: `make` leaves these proofs in
-    build/validated/) is not executed again."""
-    if reuse and execute:
-        earlier = _reuse(config, chapter_id)
-        if earlier is not None:
-            return earlier
+    """Validate one chapter and, when it holds, write its proof (proofs/<chapter>.json). With `reuse`, a chapter whose
+    committed proof matches its key (jaxpath.authoring.proofs: same notebook, variants, manifest entry, lock, Python
+    and checking code) is run reference-only: executed once, every static check and every check of the reference
+    (full marks, every intended error raising), but no stub, wrong or alternative answer; its proof is kept."""
     t0 = time.perf_counter()
     report = ChapterReport(chapter_id)
-    key = validation_key(config, chapter_id) if execute else ""
+    state = proof_state(config, chapter_id) if execute else None
+    prove = not (reuse and state is not None and state.current)
     try:
         ch = load_chapter(notebook_path(config, chapter_id), chapter_id, config.root,
                           variants_path(config, chapter_id))
@@ -306,27 +279,28 @@ def validate_one(config: Config, chapter_id: str, execute: bool = True, reuse: b
             report.problems.append(ch.problem(f"{config.manifest_file} maps the section {heading!r} to the track, "
                                               "but the chapter has no heading with that text"))
     if execute:
+        report.reused = not prove
         out = config.executed / f"{chapter_id}.ipynb"
         if out.exists():
             out.unlink()  # never leave an executed copy of a previous version next to a failed run
         mistakes: list = []
-        problems, _ = run_chapter(ch, config, out, mistakes)
+        problems, _ = run_chapter(ch, config, out, mistakes, prove=prove)
         report.problems += problems
-        proof = proof_path(config, chapter_id)
-        proof.unlink(missing_ok=True)
         if problems:
             out.unlink(missing_ok=True)
         else:
             report.executed = out
-        if not report.problems:
-            write_atomic(proof, json.dumps({"key": key, "exercises": report.exercises, "variants": report.variants,
-                                            "mistakes": mistakes, "every_wrong": True}))
+        if prove and not report.problems:  # a failed validation writes nothing: the proof there stays stale
+            report.proof = write_proof(config, chapter_id, {
+                "chapter": chapter_id, "key": state.key, "inputs": state.inputs,
+                "exercises": report.exercises, "variants": report.variants, "mistakes": mistakes,
+                "every_wrong": True})
     report.seconds = time.perf_counter() - t0
     return report
 
 
-def _validate_in_worker(root: str, chapter_id: str, execute: bool) -> ChapterReport:
-    return validate_one(Config.load(root), chapter_id, execute)
+def _validate_in_worker(config: Config, chapter_id: str, execute: bool, reuse: bool) -> ChapterReport:
+    return validate_one(config, chapter_id, execute, reuse)
 
 
 def resolve_chapters(manifest: Manifest, names: Iterable[str] | None) -> list[str]:
@@ -348,28 +322,32 @@ def resolve_chapters(manifest: Manifest, names: Iterable[str] | None) -> list[st
 
 
 def validate(config: Config, chapters: Iterable[str] | None = None, *, jobs: int = 1, execute: bool = True,
-             on_report: Callable[[ChapterReport], None] | None = None) -> tuple[list[Problem], list[ChapterReport]]:
-    """Validate chapters (default: every written chapter). Returns course-level problems and per-chapter reports."""
+             reuse: bool = False, on_report: Callable[[ChapterReport], None] | None = None
+             ) -> tuple[list[Problem], list[ChapterReport]]:
+    """Validate chapters (default: every written chapter). Returns course-level problems and per-chapter reports.
+    With `reuse` (`jaxpath build`), a chapter whose committed proof is current runs reference-only (`validate_one`)."""
     remove_orphaned_temp_dirs()  # the kernels' folders of a validation that was killed (no cleanup code ran there)
     manifest = load_manifest(config)
     course_problems = check_layout(config, manifest)
     ids = resolve_chapters(manifest, chapters)
     ids = [c for c in ids if notebook_path(config, c).exists()]
     reports: list[ChapterReport] = []
+    if reuse and execute:  # the chapters to prove first: the long runs start while the reused ones fill the gaps
+        ids = sorted(ids, key=lambda c: proof_state(config, c).current)
     if jobs <= 1 or len(ids) <= 1:
         for cid in ids:
-            r = validate_one(config, cid, execute)
+            r = validate_one(config, cid, execute, reuse)
             reports.append(r)
             if on_report:
                 on_report(r)
     else:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            futures = {pool.submit(_validate_in_worker, str(config.root), cid, execute): cid for cid in ids}
+            futures = {pool.submit(_validate_in_worker, config, cid, execute, reuse): cid for cid in ids}
             for f in as_completed(futures):
                 r = f.result()
                 reports.append(r)
                 if on_report:
                     on_report(r)
-        order = {c: i for i, c in enumerate(ids)}
-        reports.sort(key=lambda r: order[r.id])
+    order = {c: i for i, c in enumerate(resolve_chapters(manifest, chapters))}
+    reports.sort(key=lambda r: order[r.id])
     return course_problems, reports

@@ -18,9 +18,10 @@ def default_jobs() -> int:
 
 
 def on_report(r) -> None:
-    """One line per validated chapter, its problems under it."""
+    """One line per validated chapter (proved, or reused proof: run reference-only), its problems under it."""
     mark = "[green]✓[/green]" if r.ok else "[red]✗[/red]"
-    console.print(f"{mark} {r.id:<44} {r.seconds:6.1f} s   {r.exercises} exercises, {r.variants} variants")
+    how = "reused proof" if r.reused else "proved"
+    console.print(f"{mark} {r.id:<44} {r.seconds:6.1f} s   {how:<12}  {r.exercises} exercises, {r.variants} variants")
     for p in r.problems:
         console.print(f"    [red]-[/red] {p}", soft_wrap=True)
 
@@ -30,8 +31,14 @@ def summary(course_problems, reports) -> int:
     for p in course_problems:
         console.print(f"[red]✗[/red] {p}", soft_wrap=True)
     bad = sum(not r.ok for r in reports)
+    reused = sum(r.reused for r in reports)
     console.print(f"{len(reports) - bad}/{len(reports)} chapters valid"
+                  + (f" ({len(reports) - reused} proved, {reused} reused proof{'s' * (reused != 1)})" if reused else "")
                   + (f"; {len(course_problems)} course problem(s)" if course_problems else ""))
+    written = [r.proof for r in reports if r.proof is not None]
+    if written:
+        where = os.path.commonpath([p.parent for p in written])
+        console.print(f"{len(written)} proof(s) written in {os.path.relpath(where)}/: commit them with the chapters")
     return 1 if bad or course_problems else 0
 
 
