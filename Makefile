@@ -1,44 +1,60 @@
 # The two commands: `make` (set up and build the course, its site and its manual) and `make test` (every behaviour once, at this host's
-# best isolation level, plus the chapters); `make test-all` (what CI runs) adds the tier marked `full`.
+# best isolation level; the chapters' committed proofs checked current, no chapter proven again); `make test-all` (what CI
+# runs) adds the tier marked `full`, which proves every chapter once from scratch.
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 
+STEP   := sh scripts/step.sh
+TIMES  := build/.make-times
+
 .PHONY: all build site docs sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts
 # `make`: set up, build the course, its site and the manual, then grade a small synthetic class so you see the grader
-# at work.
+# at work; at its end, how long each step took and what to open next (scripts/make-summary.py). Each step appends its
+# seconds to build/.make-times (scripts/step.sh), which a plain `make` clears first.
 all: build site docs sample
+	@$(BIN)/python scripts/make-summary.py
+
+ifeq ($(filter-out all,$(or $(MAKECMDGOALS),all)),)
+  $(shell rm -f $(TIMES))
+endif
 
 $(STAMP): requirements.txt pyproject.toml
+	@mkdir -p build && date +%s > build/.install-start
 	@py=$$(sh scripts/find-python.sh) || exit 1; \
 	  if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$py"; "$$py" -m venv $(VENV) || exit 1; fi
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
+	@echo "install $$(( $$(date +%s) - $$(cat build/.install-start) ))" >> $(TIMES); rm -f build/.install-start
 
 install: $(STAMP)
 
+# The course: every chapter executed; a chapter whose committed proof (proofs/) is current runs reference-only, one
+# whose proof is stale or missing is proven in full (stub, every wrong and alternative answer) and its new proof
+# written into proofs/, to commit with the chapter. Then release/, the appendices and LEARNING_PATH.md.
 build: $(STAMP)
-	$(BIN)/jaxpath build --jobs $(JOBS)
+	@$(STEP) build $(BIN)/jaxpath build --jobs $(JOBS)
 
 # The course site (build/site/index.html) from the executed chapters that `build` wrote.
 site: $(STAMP)
-	$(BIN)/jaxpath site --jobs $(JOBS)
+	@$(STEP) site $(BIN)/jaxpath site --jobs $(JOBS)
 
 # The manual (build/docs/index.html) from docs/: Sphinx's warnings are errors (a broken reference, a page outside the
 # contents); the command reference comes from jaxpath's parsers (sphinx-argparse). No notebook runs, nothing is fetched.
 docs: $(STAMP)
-	$(BIN)/sphinx-build -W --keep-going -q -b html -d build/.docs-doctrees docs build/docs
+	@$(STEP) docs $(BIN)/sphinx-build -W --keep-going -q -b html -d build/.docs-doctrees docs build/docs
 
 sample: $(STAMP)
-	$(BIN)/jaxpath sample
+	@$(STEP) sample $(BIN)/jaxpath sample
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not full" --durations=25
 
-# Everything: `make test`, then the tier marked `full` (the hostile corpus at the two other isolation levels, the
-# SIGKILL and Ctrl-C runs, every chapter's reference solutions graded). Nothing runs only here by accident:
+# Everything: `make test`, then the tier marked `full` (every chapter proven from scratch and compared with its committed
+# proof, the hostile corpus at the two other isolation levels, the SIGKILL and Ctrl-C runs, every chapter's reference
+# solutions graded). Nothing runs only here by accident:
 # `full` is the one marker `make test` deselects.
 test-all: test
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(HUB_PROXY); \
@@ -46,8 +62,9 @@ test-all: test
 	$(BIN)/python -m pytest -n $(JOBS) -m full --durations=25
 
 # Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
-# jaxpath, ruff and the import-linter contracts of jaxpath/'s layers included (tests/test_layers.py). (The site
-# tests in it read the executed chapters that `make` wrote.)
+# jaxpath, ruff and the import-linter contracts of jaxpath/'s layers included (tests/test_layers.py), and the check
+# that every committed proof is current (tests/test_proofs.py). (The site tests in it read the executed chapters that
+# `make` wrote.)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow and not chapters and not grade and not browser"
 

@@ -44,10 +44,10 @@ def scores(root: Path) -> dict:
 def graded_sample_class(tmp_path_factory) -> GradedSample:
     """The sample class's students whose scores are known in advance (`SampleClass.expected`; the crash, the loop
     and the broken file are left out), graded by `jaxpath grade` and, on an identical copy, by stock
-    `nbgrader autograde`. Skips where the sample chapters were not validated (no known mistakes to name)."""
+    `nbgrader autograde`. Skips where the sample chapters have no proof (no known mistakes to name)."""
     config = Config.load(ROOT)
     if not all(proof_path(config, c).exists() for c in SAMPLE_CHAPTERS):
-        pytest.skip("the sample chapters are not validated here (run `make`): no known mistakes to name")
+        pytest.skip("the sample chapters have no proof in proofs/ (run `jaxpath validate`): no known mistakes to name")
     base = tmp_path_factory.mktemp("sample")
     sample = make_sample_class(config, base / "class")
     stock = base / "stock"

@@ -350,7 +350,7 @@ def test_without_variants_or_proof_it_says_what_it_cannot_know(course, tmp_path)
     proof_path(Config.load(root), CHAPTER).unlink()
     r = clusters(Config.load(root), "basics")
     notes = " ".join(_exercise(r).notes)
-    assert "no variants file" in notes and "--variants DIR" in notes and "was not validated here" in notes
+    assert "no variants file" in notes and "--variants DIR" in notes and "has no proof here" in notes
     assert not _exercise(r).of_kind(KNOWN)
     again = clusters(with_variants(Config.load(root), ROOT / "variants"), "basics")
     assert [u.students for u in _exercise(again).unlike] == [["dee", "ed"]]  # alternative 1 known again

@@ -71,7 +71,7 @@ def test_reference_solutions_grade_clean(part, tmp_path):
     no_hint = [stem for stem in chapters if proof_path(config, f"{part}/{stem}").exists()
                and "A known mistake." not in (dest / "feedback" / "mistaken" / part / f"{stem}.html").read_text()]
     assert not no_hint, f"no known mistake named on the pages of {no_hint}"
-    assert all(proof_path(config, f"{part}/{stem}").exists() for stem in chapters), "validate the course first (make)"
+    assert all(proof_path(config, f"{part}/{stem}").exists() for stem in chapters), "a chapter has no committed proof (proofs/)"
     for stem in chapters:  # read from the source, not from jaxpath.classroom.feedback: nothing secret on any page
         src = nbformat.read(dest / "source" / part / f"{stem}.ipynb", as_version=4)
         rel = nbformat.read(dest / "release" / part / f"{stem}.ipynb", as_version=4)

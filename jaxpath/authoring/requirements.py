@@ -396,8 +396,8 @@ class Mistake:
 
 def known_mistakes(config: Config, chapter_id: str, *, every: bool = False) -> dict[str, list[Mistake]]:
     """exercise name -> its wrong answers that have a hint (`every`: all its wrong answers), with the failures
-    validate recorded for them (in build/validated/, written by a successful `jaxpath validate`); {} when the
-    chapter was not validated here. A proof written before validate recorded every wrong answer holds only
+    validate recorded for them (in the chapter's committed proof, proofs/<chapter>.json, written by a successful
+    `jaxpath validate`); {} when the chapter has no proof. A proof written before validate recorded every wrong answer holds only
     those with a hint (`records_every_wrong` tells)."""
     out: dict[str, list[Mistake]] = {}
     for m in read_proof(config, chapter_id).get("mistakes", []):

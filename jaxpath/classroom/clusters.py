@@ -22,7 +22,7 @@ FILE`) files into `variants/` once each entry's `why` is written. Student code g
 into the pages and the review file, and from there into `variants/` (never released) where the author merges it.
 
 Reads: the source notebooks (the exercises, their reference solutions and stubs), the variants files (the
-alternatives, the wrong answers' `why`), the chapters' proofs in build/validated/ (the recorded failures), and
+alternatives, the wrong answers' `why`), the chapters' committed proofs in proofs/ (the recorded failures), and
 every autograded notebook of the part, `autograded/<student>/<part>/<notebook>.ipynb`. Work is linear in the
 class: one pass over the notebooks, a dictionary of behaviours, and per passing answer a comparison with the
 course's few known answers (the groups of unlike answers are compared with each other's first answer only).
@@ -364,7 +364,7 @@ def _course_side(config: Config, part: str) -> list[_Exercise]:
                          "here (`--variants DIR` names the course's folder)")
         recorded = known_mistakes(config, chapter, every=True)
         if not proof_path(config, chapter).exists():
-            notes.append(f"{chapter} was not validated here ({proof_path(config, chapter)} is missing): no failing "
+            notes.append(f"{chapter} has no proof here ({proof_path(config, chapter)} is missing): no failing "
                          "cluster can be matched to a known wrong answer (run `jaxpath validate`)")
         elif not records_every_wrong(config, chapter):
             notes.append(f"{proof_path(config, chapter)} records only the wrong answers with a hint (an older "

@@ -300,8 +300,8 @@ def partly_wrong(source_nb, variants: dict) -> tuple[dict[str, str], float]:
 
 
 def copy_proof(config: Config, dest: Config, chapter_id: str) -> bool:
-    """Copy the chapter's validate proof (it records the known mistakes the feedback pages name) from `config`'s
-    build into `dest`'s; False when the chapter was not validated here."""
+    """Copy the chapter's proof (it records the known mistakes the feedback pages name) from `config`'s proofs/
+    into `dest`'s; False when the chapter has none."""
     proof = proof_path(config, chapter_id)
     if not proof.exists():
         return False
