@@ -220,3 +220,13 @@ def test_reference_only_still_checks_the_reference_and_the_intended_errors(tmp_p
     assert any("cell 6: tagged raises-exception but raised nothing" in p for p in text), text
     assert any("the test fails on the reference solution: AssertionError: square(3) should be 9" in p for p in text)
     assert not any("wrong answer" in p or "stub" in p for p in text)
+
+
+def test_the_manual_lists_the_checking_code():
+    """docs/author.md says exactly what the key covers: its list of the checking code is checking_code()."""
+    import re
+
+    row = next(line for line in (ROOT / "docs/author.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("| `jaxpath/….py` |"))
+    listed = re.findall(r"`(jaxpath/[\w/]+\.py)`", row.split("Today", 1)[1])
+    assert listed == [p.relative_to(proofs.PACKAGE.parent).as_posix() for p in checking_code()]
