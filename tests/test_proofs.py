@@ -230,3 +230,18 @@ def test_the_manual_lists_the_checking_code():
                if line.startswith("| `jaxpath/….py` |"))
     listed = re.findall(r"`(jaxpath/[\w/]+\.py)`", row.split("Today", 1)[1])
     assert listed == [p.relative_to(proofs.PACKAGE.parent).as_posix() for p in checking_code()]
+
+
+def test_a_proof_records_messages_without_what_differs_between_runs():
+    """An object's address or a temporary file's name in a check's message differs from one run to the next: the proof
+    records the message without them, and a learner's message is compared with it the same way."""
+    from jaxpath.authoring.requirements import Mistake, Outcome, stable
+
+    run1 = "refused (argument to <function <lambda> at 0x7eff1ec204a0> as an array); No steps found in /tmp/ck_gb8ww5x0.: none"
+    run2 = "refused (argument to <function <lambda> at 0x7fca512d7ba0> as an array); No steps found in /tmp/ck_q1w2e3r4.: none"
+    assert stable(run1) == stable(run2) == ("refused (argument to <function <lambda> at 0x…> as an array); "
+                                            "No steps found in <tmpdir>.: none")
+    assert stable("0x10 + 0xff = 271, 2.5 s") == "0x10 + 0xff = 271, 2.5 s"
+    recorded = Mistake("f", 1, {"R2": stable(run1)}, "a hint")
+    assert recorded.matches([Outcome("R1", "✓", 1.0, ""), Outcome("R2", "✗", 1.0, run2)])
+    assert not recorded.matches([Outcome("R2", "✗", 1.0, "another message")])

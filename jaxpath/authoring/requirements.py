@@ -9,6 +9,7 @@ failure does not name a requirement it breaks (see AUTHORING.md, *Requirements*)
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -375,13 +376,29 @@ def cell_outcomes(cell) -> list[Outcome]:
     return parse_outcomes(text)
 
 
+_UNSTABLE = [
+    (re.compile(r"\b0x[0-9a-fA-F]{6,}\b"), "0x…"),  # an object's address: `<function <lambda> at 0x7f…>`
+    (re.compile("(?:" + "|".join(sorted({re.escape(tempfile.gettempdir().rstrip("/")), "/tmp", "/var/tmp"}))
+                + r")/[^\s'\"]*?(?=[.,:;)]*(?:[\s'\"]|$))"), "<tmpdir>"),  # a temporary file's random name
+]
+
+
+def stable(message: str) -> str:
+    """A check's ✗ message without what differs from one run of the same answer to the next (objects' addresses,
+    temporary paths): how a proof records it, and how a learner's message is compared with it."""
+    for pattern, replacement in _UNSTABLE:
+        message = pattern.sub(replacement, message)
+    return message
+
+
 @dataclass
 class Mistake:
     """A known wrong answer of an exercise, as its test cell judged it when `jaxpath validate` ran it."""
     exercise: str
     number: int
     failed: dict[str, str]
-    """Requirement id -> the ✗ message, exactly as the checks printed it for this answer."""
+    """Requirement id -> the ✗ message as the checks printed it for this answer (`stable`: without addresses and
+    temporary paths)."""
     hint: str
     """What the feedback page tells a learner whose answer fails like this ("" for a wrong answer without one)."""
     why: str = ""
@@ -390,8 +407,8 @@ class Mistake:
     def matches(self, outcomes: list[Outcome]) -> bool:
         """The same requirements failed with the same messages: the checks' inputs (visible and hidden) saw the
         same behaviour."""
-        got = {o.rid: o.message for o in outcomes if o.mark == "✗"}
-        return bool(got) and got == self.failed
+        got = {o.rid: stable(o.message) for o in outcomes if o.mark == "✗"}
+        return bool(got) and got == {rid: stable(m) for rid, m in self.failed.items()}
 
 
 def known_mistakes(config: Config, chapter_id: str, *, every: bool = False) -> dict[str, list[Mistake]]:

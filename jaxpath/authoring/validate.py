@@ -36,7 +36,7 @@ from .chapter import (
     visible_source,
 )
 from .proofs import proof_state, write_proof
-from .requirements import check_requirements
+from .requirements import check_requirements, stable
 
 NS = "__jaxpath_ns__"
 
@@ -163,7 +163,8 @@ def _check_variants(s: Session, ch: Chapter, ex: Exercise, mistakes: list | None
             if v.kind == "wrong":
                 caught |= {rid for sc in r.scores if sc for rid in sc.get("failed", {})} & set(v.breaks)
                 if mistakes is not None and r.scores and r.scores[0]:
-                    mistakes.append({"exercise": ex.name, "number": v.number, "failed": r.scores[0]["failed"],
+                    failed = {rid: stable(m) for rid, m in r.scores[0]["failed"].items()}
+                    mistakes.append({"exercise": ex.name, "number": v.number, "failed": failed,
                                      "hint": v.hint, "why": v.why})
         if v.kind == "wrong" and all(p for _, p, _ in r.tests):
             problems.append(ch.problem(f"{v.label} passes every test of the exercise ({ch.variants_rel}): the tests "
