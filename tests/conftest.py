@@ -17,6 +17,14 @@ from jaxpath import Config  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
+SHARED_UNITS = {"graded_sample": ("tests/test_sample_class.py::", "tests/test_similar.py::TestSampleClass::",
+                                   "tests/test_clusters.py::TestSampleClass::")}
+"""Session fixtures that several modules read and that cost minutes to build (the graded sample class: about 280 s
+on a loaded machine): every test that uses one goes into one unit of work, so one worker builds it once. (The
+scheduler runs in pytest-xdist's controller, which sees node ids, not fixtures: `pytest_collection_modifyitems`
+stops the run when a test uses such a fixture from outside these prefixes.)"""
+
+
 def pytest_xdist_make_scheduler(config, log):
     """How `make test` (pytest -n) hands tests to its workers: one test at a time, except that the tests of a
     test class go together, one unit per parameter (`tests/test_hostile.py::TestCorpus::test_x[host]` is in the
@@ -28,6 +36,9 @@ def pytest_xdist_make_scheduler(config, log):
 
     class ClassUnits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            for fixture, prefixes in SHARED_UNITS.items():
+                if nodeid.startswith(prefixes):
+                    return fixture
             path, *names = nodeid.split("::")
             if len(names) < 2:  # a function of a module: a unit of its own
                 return nodeid
@@ -42,6 +53,11 @@ def pytest_collection_modifyitems(session, config, items):
     workers then finish together instead of one waiting out a long test that started last. (The sort is stable,
     so a class's tests stay together and in order.)"""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    stray = [item.nodeid for item in items for fixture, prefixes in SHARED_UNITS.items()
+             if fixture in getattr(item, "fixturenames", ()) and not item.nodeid.startswith(prefixes)]
+    if stray:
+        raise pytest.UsageError(f"these tests use a fixture of SHARED_UNITS (tests/conftest.py) but are not in its unit, "
+                                f"so another worker would build it again: {stray}")
 
 
 @pytest.fixture(scope="session", autouse=True)
