@@ -121,3 +121,29 @@ def test_a_collect_killed_mid_copy_leaves_nothing_half_placed_and_a_rerun_comple
 def test_an_unreadable_exchange_is_named(tmp_path):
     with pytest.raises(InboundError, match=str(tmp_path / "nowhere")):
         collect_inbound(tmp_path / "nowhere", "course", "part", tmp_path)
+
+
+def test_collect_until_wakes_on_each_new_submission_and_ends_at_the_stop_file(tmp_path):
+    """The instructor's loop: a round at every change in inbound/ (inotify), not a poll; ends when told."""
+    import queue
+    import threading
+
+    from jaxpath.classroom.inbound import collect_until
+
+    ex, root = tmp_path / "ex", tmp_path / "course"
+    (ex / "course/inbound").mkdir(parents=True)
+    stop = tmp_path / "stop"
+    rounds: queue.Queue = queue.Queue()
+    loop = threading.Thread(target=collect_until, args=(ex, "course", "part", root, stop),
+                            kwargs={"due_of": lambda: None, "on_round": lambda a, b, r: rounds.put(r)})
+    loop.start()
+    assert not rounds.get(timeout=60).collected  # the first round: nothing yet
+    entry(ex, "ada", "2026-01-01 10:00:00.000000 UTC", body="ada's")
+    got = []
+    while not got:  # each change wakes a round; the one after the entry became whole collects it
+        got = rounds.get(timeout=60).collected
+    assert [e.student for e in got] == ["ada"]
+    stop.write_text("")
+    loop.join(timeout=60)
+    assert not loop.is_alive()
+    assert (root / "submitted/ada/part/01.ipynb").read_text() == "ada's"

@@ -247,5 +247,50 @@ def collect_inbound(exchange: Path, course_id: str, part: str, course_root: Path
     return report
 
 
-__all__ = ["Entry", "InboundError", "InboundReport", "MARK", "RULES", "choose", "collect_inbound", "collected_entry", "due_date",
+IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_CLOEXEC = 0x4, 0x8, 0x80, 0x100, 0o2000000
+
+
+def _watch(paths: list[Path]) -> int:
+    """An inotify descriptor watching `paths` for new entries and changed modes (Linux)."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    fd = libc.inotify_init1(IN_CLOEXEC)
+    if fd < 0:
+        raise InboundError(f"inotify_init1 failed: {os.strerror(ctypes.get_errno())}")
+    for p in paths:
+        if libc.inotify_add_watch(fd, str(p).encode(), IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE) < 0:
+            os.close(fd)
+            raise InboundError(f"{p}: cannot watch it ({os.strerror(ctypes.get_errno())})")
+    return fd
+
+
+def collect_until(exchange: Path, course_id: str, part: str, course_root: Path, stop: Path, *, due_of,
+                  on_round, rule: str = "before-due") -> None:
+    """Collect in rounds while students submit: a round, then a wait for the next change in the inbound folder (a
+    new entry, a mode changed: inotify, no polling), until the file `stop` exists; then one last round.
+    `due_of()` gives the due date for each round (it may be set while this runs); `on_round(start, end, report)`."""
+    import select
+    import time
+
+    inbound = exchange / course_id / "inbound"
+    fd = _watch([inbound, stop.parent])
+    try:
+        while True:
+            stopping = stop.exists()
+            while select.select([fd], [], [], 0)[0]:  # what happened so far, this round sees
+                os.read(fd, 65536)
+            start = time.time()
+            report = collect_inbound(exchange, course_id, part, course_root, rule=rule, due=due_of())
+            on_round(start, time.time(), report)
+            if stopping:
+                return
+            select.select([fd], [], [])
+    finally:
+        os.close(fd)
+
+
+__all__ = ["Entry", "InboundError", "InboundReport", "MARK", "RULES", "choose", "collect_inbound", "collect_until",
+           "collected_entry", "due_date",
            "read_entries"]

@@ -3,6 +3,7 @@ the student cannot forge, by the rule the instructor chooses; safe while student
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 from ..config import Config
@@ -23,19 +24,36 @@ def register(sub, parents) -> None:
                    help="the due date, ISO 8601 in UTC (default: the part's due date in the gradebook)")
     p.add_argument("--exchange", default=None, help="the exchange's root (default: the course's, nbgrader_config.py)")
     p.add_argument("--student", nargs="+", help="only these students")
+    p.add_argument("--until", default=None, metavar="FILE",
+                   help="collect again at every change in the inbound folder (inotify) until FILE exists, then once "
+                        "more; one line of JSON per round (start, end, the entries collected)")
     p.set_defaults(func=run)
 
 
 def run(args, config: Config) -> int:
-    from ..classroom.inbound import InboundError, collect_inbound, due_date
+    from ..classroom.inbound import InboundError, collect_inbound, collect_until, due_date
 
     nbcfg = config.nbgrader(args.db)
     exchange = Path(args.exchange or nbcfg.Exchange.root)
     course_id = config.coursedir(args.db).course_id
-    if args.due:
-        due = dt.datetime.fromisoformat(args.due).replace(tzinfo=None)
-    else:
-        due = due_date(config.coursedir(args.db).db_url, args.part)
+    def due_of():
+        if args.due:
+            return dt.datetime.fromisoformat(args.due).replace(tzinfo=None)
+        return due_date(config.coursedir(args.db).db_url, args.part)
+
+    if args.until:
+        def on_round(start, end, r):
+            print(json.dumps({"start": start, "end": end, "collected": [e.path.name for e in r.collected],
+                              "incomplete": len(r.incomplete)}), flush=True)
+
+        try:
+            collect_until(exchange, course_id, args.part, config.root, Path(args.until), due_of=due_of,
+                          on_round=on_round, rule=args.rule)
+        except InboundError as e:
+            console.print(f"[red]error:[/red] {e}", soft_wrap=True)
+            return 2
+        return 0
+    due = due_of()
     try:
         r = collect_inbound(exchange, course_id, args.part, config.root, rule=args.rule, due=due,
                             students=args.student)
