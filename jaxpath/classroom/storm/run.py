@@ -96,7 +96,7 @@ class Storm:
         os.chmod(base, 0o755)
         self.base, self.state = base, base / "state"
         self.state.mkdir()
-        pg = None
+        pg, passed = None, False
         t_all = time.time()
         try:
             pg = Postgres(base)
@@ -107,12 +107,7 @@ class Storm:
             self._grade()
             self._feedback()
             self._check()
-            self.numbers["wall seconds"] = round(time.time() - t_all, 1)
-            if self.out is not None:
-                from . import report
-
-                report.write(self.out, self.numbers, self.events, self.events.get("due"), self.students,
-                             self.graders, self.faults)
+            passed = True
             return self.numbers
         finally:
             for p in self.started:
@@ -124,6 +119,12 @@ class Storm:
             if pg is not None:
                 pg.remove()
             shutil.rmtree(base, ignore_errors=True)
+            self.numbers["wall seconds"] = round(time.time() - t_all, 1)
+            if passed and self.out is not None:
+                from . import report
+
+                report.write(self.out, self.numbers, self.events, self.events.get("due"), self.students,
+                             self.graders, self.faults)
 
     # -- 1. accounts, the course, the release ---------------------------------------------------------------
     def _setup(self) -> None:
