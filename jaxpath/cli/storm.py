@@ -29,6 +29,9 @@ def run(args, config: Config) -> int:
     from ..classroom.storm.people import IN_VIEW, view_command
     from ..classroom.storm.run import StormError
 
+    if os.geteuid() != 0:
+        console.print("[red]error:[/red] the storm makes accounts and runs as each of them: run it as root (sudo)")
+        return 2
     stand_in = Path(tempfile.mkdtemp(prefix="jaxpath-storm-view-"))
     try:
         wrapped = view_command([str(Path(sys.executable).parent / "jaxpath"), *sys.argv[1:]], stand_in)
