@@ -9,7 +9,7 @@ JOBS   ?= 2
 STEP   := sh scripts/step.sh
 TIMES  := build/.make-times
 
-.PHONY: all build site docs sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts
+.PHONY: all build site docs sample install test test-all test-fast bench drift release path clean hub hub-remove-accounts storm
 # `make`: set up, build the course, its site and the manual, then grade a small synthetic class so you see the grader
 # at work; at its end, how long each step took and what to open next (scripts/make-summary.py). Each step appends its
 # seconds to build/.make-times (scripts/step.sh), which a plain `make` clears first.
@@ -99,6 +99,14 @@ hub-remove-accounts: $(STAMP)
 
 release: $(STAMP)
 	$(BIN)/jaxpath release
+
+# The deadline storm (docs/storm.md), as root: STUDENTS accounts (made and removed) submit through the exchange in the
+# same minute while the instructor collects, graders race on one PostgreSQL gradebook, feedback is fetched by every
+# student; the counts are checked and the report written to build/storm/ (report.txt, report.json, storm.svg).
+# FAULTS=1 adds the faults (the collector, a grader and PostgreSQL killed in the middle) and the reruns.
+STUDENTS ?= 60
+storm: $(STAMP)
+	$(BIN)/jaxpath storm --students $(STUDENTS) $(if $(FAULTS),--faults)
 
 path: $(STAMP)
 	$(BIN)/jaxpath path

@@ -13,7 +13,7 @@ FLOWS = {"cli", "classroom", "learner", "authoring", "grade"}
 """The packages a person works in: the command line, running a class, the learner's side, writing the course,
 grading."""
 LEAVES = {"config", "cells", "files", "texts", "errors", "manifest", "problems", "startup", "execute", "kernel",
-          "templates"}
+          "templates", "faults"}
 """What several flows share, at the top of jaxpath/ (kernel/ and templates/ are packages of code and data)."""
 
 

@@ -45,16 +45,9 @@ def run(args, config: Config) -> int:
 
 def _due(config: Config, part: str):
     """The part's due date in the gradebook (UTC, naive), or None (no gradebook, no assignment, no date)."""
-    try:
-        from nbgrader.api import Gradebook, MissingEntry
+    from ..classroom.inbound import due_date
 
-        url = config.coursedir().db_url
-        if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
-            return None  # no gradebook yet (opening one would make it)
-        with Gradebook(url) as gb:
-            try:
-                return gb.find_assignment(part).duedate
-            except MissingEntry:
-                return None
+    try:
+        return due_date(config.coursedir().db_url, part)
     except Exception:  # no gradebook yet: nothing to compare with
         return None

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable
 
 from ..config import Config
+from ..faults import checkpoint
 from ..files import remove_orphaned_temp_dirs
 from . import cachepack
 from .coordinator import Coordinator, GradeReport
@@ -200,6 +201,7 @@ class Batch:
         self.report.worker_times.append(result.times)
         self.report.cache_hits.append(result.cache_hits)
         self._recorded(st)
+        checkpoint("grade-recorded")  # a notebook recorded, the batch not done: where a fault may stop it
 
     def _recorded(self, st: Status) -> None:
         self.report.results.append(st)

@@ -28,8 +28,13 @@ def hub_command(data: dict) -> list[str]:
     view = data.get("python_view")
     if not view:
         return argv
-    stand_in = Path(view["view"])
-    inner = stand_in / Path(view["python"]).relative_to(view["hidden"])
+    return in_view(argv, Path(view["view"]), Path(view["hidden"]), Path(view["python"]), "hub")
+
+
+def in_view(argv: list[str], stand_in: Path, hidden: Path, python: Path, name: str) -> list[str]:
+    """argv run in a private mount namespace where `hidden` (a folder other accounts cannot enter) is replaced by
+    `stand_in`, an empty folder that holds only a bind of `python` (the installation under `hidden`)."""
+    inner = stand_in / python.relative_to(hidden)
     inner.mkdir(parents=True, exist_ok=True)
     d = inner
     while True:
@@ -39,7 +44,7 @@ def hub_command(data: dict) -> list[str]:
         d = d.parent
     script = 'set -e; mount --bind "$1" "$2"; mount --rbind "$3" "$4"; shift 4; exec "$@"'
     return [shutil.which("unshare"), "--mount", "--propagation", "private", "--", shutil.which("sh"), "-c", script,
-            "hub", view["python"], str(inner), str(stand_in), view["hidden"], *argv]
+            name, str(python), str(inner), str(stand_in), str(hidden), *argv]
 
 
 def _get(url: str, timeout: float = 5) -> tuple[int, dict]:
@@ -174,4 +179,4 @@ def describe(prepared: Prepared) -> list[str]:
     return lines
 
 
-__all__ = ["Hub", "describe", "hub_command"]
+__all__ = ["Hub", "describe", "hub_command", "in_view"]
