@@ -16,7 +16,7 @@ def register(sub, parents) -> None:
     p = sub.add_parser("inbound", parents=[parents.common, parents.gradebook],
                        help="collect a part from the nbgrader exchange into submitted/ (atomic, resumable; "
                             "in place of `nbgrader collect`)")
-    p.add_argument("part")
+    p.add_argument("part", help="the assignment (nbgrader assignment id), e.g. basics")
     p.add_argument("--rule", choices=RULES, default="before-due",
                    help="which submission counts: the newest made by the due date (nbgrader's --before-duedate; "
                         "the newest late one only when none was on time), or the newest (default: %(default)s)")
