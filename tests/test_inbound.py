@@ -147,3 +147,27 @@ def test_collect_until_wakes_on_each_new_submission_and_ends_at_the_stop_file(tm
     loop.join(timeout=60)
     assert not loop.is_alive()
     assert (root / "submitted/ada/part/01.ipynb").read_text() == "ada's"
+
+
+def test_readable_takes_a_descriptor_numbered_above_1024():
+    """A long test worker or grader holds more than 1024 descriptors: select() refused those (a failure seen in
+    `make test`), the waits of the collector, the storm and the fault injector use poll."""
+    import resource
+
+    from jaxpath.faults import readable
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1200:
+        pytest.skip(f"this process may not open descriptor 1200 (hard limit {hard})")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300) if soft != resource.RLIM_INFINITY else soft, hard))
+    r, w = os.pipe()
+    high = os.dup2(r, 1200)
+    try:
+        assert readable([high], 0) == []
+        os.write(w, b"x")
+        assert readable([high], 0) == [high]
+        assert readable([high]) == [high]  # no timeout: returns once one is readable, here at once
+    finally:
+        for fd in (r, w, high):
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

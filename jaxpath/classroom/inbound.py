@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import JaxpathError
-from ..faults import checkpoint
+from ..faults import checkpoint, readable
 
 RULES = ("latest", "before-due")
 MARK = ".jaxpath-entry"
@@ -271,7 +271,6 @@ def collect_until(exchange: Path, course_id: str, part: str, course_root: Path, 
     """Collect in rounds while students submit: a round, then a wait for the next change in the inbound folder (a
     new entry, a mode changed: inotify, no polling), until the file `stop` exists; then one last round.
     `due_of()` gives the due date for each round (it may be set while this runs); `on_round(start, end, report)`."""
-    import select
     import time
 
     inbound = exchange / course_id / "inbound"
@@ -279,14 +278,14 @@ def collect_until(exchange: Path, course_id: str, part: str, course_root: Path, 
     try:
         while True:
             stopping = stop.exists()
-            while select.select([fd], [], [], 0)[0]:  # what happened so far, this round sees
+            while readable([fd], 0):  # what happened so far, this round sees
                 os.read(fd, 65536)
             start = time.time()
             report = collect_inbound(exchange, course_id, part, course_root, rule=rule, due=due_of())
             on_round(start, time.time(), report)
             if stopping:
                 return
-            select.select([fd], [], [])
+            readable([fd])
     finally:
         os.close(fd)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import os
 import pwd
-import select
 import shutil
 import signal
 import socket
@@ -13,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 from ...errors import JaxpathError
+from ...faults import readable
 
 
 class PostgresError(JaxpathError):
@@ -72,7 +72,7 @@ class Postgres:
             except ProcessLookupError:
                 pass
         for fd in fds:
-            select.select([fd], [], [])
+            readable([fd])
             os.close(fd)
         # The postmaster is dead, but where nothing reaps orphans (a container's first process) it stays a zombie,
         # which PostgreSQL's stale-lock check takes for a live server: the lock file goes, as after a crash.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import JaxpathError
-from ...faults import wait_for
+from ...faults import readable, wait_for
 from . import course
 from .course import COURSE_ID, KINDS, NOTEBOOK, PART
 from .people import Person, make_students, remove_students
@@ -414,15 +413,15 @@ class _Lines:
 
     def wait_for(self, what: str, n: int) -> None:
         while len(self.seen.get(what, set())) < n:
-            readable, _, _ = select.select([self.fd, *self.pidfds], [], [])
-            if self.fd in readable:
+            ready = readable([self.fd, *self.pidfds])
+            if self.fd in ready:
                 self.buf += os.read(self.fd, 65536)
                 *lines, self.buf = self.buf.split(b"\n")
                 for line in lines:
                     word, sid = line.decode().split()
                     self.seen.setdefault(word, set()).add(sid)
                 continue
-            for fd in readable:  # a student process ended: fine once it said "exit"
+            for fd in ready:  # a student process ended: fine once it said "exit"
                 sid = self.pidfds.pop(fd)
                 os.close(fd)
                 if sid not in self.seen.get("exit", set()):
@@ -439,7 +438,7 @@ class _Lines:
 
 def _drain(fd: int) -> bytes:
     out = b""
-    while select.select([fd], [], [], 0)[0]:
+    while readable([fd], 0):
         out += os.read(fd, 65536)
     return out
 
