@@ -106,10 +106,12 @@ def test_a_collect_killed_mid_copy_leaves_nothing_half_placed_and_a_rerun_comple
             "collect_inbound(Path(sys.argv[1]), 'course', 'part', Path(sys.argv[2]))")
     proc = subprocess.Popen([sys.executable, "-c", code, ex, root],
                             env={**os.environ, "JAXPATH_FAULT": "collect-copying", "JAXPATH_FAULT_FIFO": str(fifo)})
-    point, pid = wait_for(fifo, (proc.pid,))
-    assert (point, pid) == ("collect-copying", proc.pid)
-    proc.kill()
-    proc.wait()
+    try:
+        point, pid = wait_for(fifo, (proc.pid,))
+        assert (point, pid) == ("collect-copying", proc.pid)
+    finally:  # killed there, or, when the wait failed, not left waiting at its checkpoint for ever
+        proc.kill()
+        proc.wait()
     assert not (root / "submitted/ada/part").exists(), "nothing is in place before it is whole"
     assert list((root / "submitted/ada").glob(".jaxpath-collecting-*")), "the copy was under way"
     r = collect(ex, root)
