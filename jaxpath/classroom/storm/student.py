@@ -1,19 +1,27 @@
 """One student of the storm, run as that student's own account (`python .../storm/student.py PLAN.json`): fetch
 the part with nbgrader, answer it, say "ready", wait for the minute to start (the storm's `go` pipe closing:
-every student wakes at once), submit with `nbgrader submit` (once, or twice), say "done";
+every student wakes at once), submit with nbgrader's submit (once, or twice), say "done";
 a late student then waits for the due date to pass (the `late` pipe) and submits again, one of them forging the
 time its submission claims. What happened, with the time each submit took, goes to its results file.
 
 Nothing here sleeps: every wait is a read on a pipe that the storm closes. It imports nothing of jaxpath (it is
-run as a file): on a loaded machine each student's process should cost what the student's own tools cost."""
+run as a file). It submits the way JupyterLab's assignment list does: nbgrader's own `SubmitApp`, run inside a
+process that is already up (there, the student's Jupyter server; here, this one, which imports nbgrader before it
+says "ready"). A fresh `nbgrader submit` per submission would spend about 3 s of CPU starting Python and importing
+nbgrader, so 60 of them could not even start within one minute on two cores: the storm would measure the
+interpreter's start-up, not the exchange."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from nbgrader.apps.submitapp import SubmitApp  # before "ready": the minute pays for the submission, not the import
 
 
 def _say(fifo: str, line: str) -> None:
@@ -40,16 +48,34 @@ def _answer(path: Path, answers: dict[str, str]) -> None:
     path.write_text(json.dumps(nb, indent=1))
 
 
+def nbgrader_submit(argv: list[str], work: Path) -> tuple[int, str]:
+    """`nbgrader submit ARGV...` run in this process from `work`: its exit status and what it logged."""
+    log = io.StringIO()
+    os.chdir(work)  # nbgrader reads the assignment folder and ./nbgrader_config.py from where it runs
+    try:
+        with contextlib.redirect_stderr(log), contextlib.redirect_stdout(log):
+            app = SubmitApp.instance()  # its logger is made here, writing to the redirected stderr
+            app.initialize(argv)
+            app.start()
+        return 0, log.getvalue()
+    except SystemExit as e:  # nbgrader's `fail` exits
+        return (e.code if isinstance(e.code, int) else 1) or 0, log.getvalue()
+    except Exception as e:  # noqa: BLE001 - a bug in the exchange is this submission's error, not the storm's
+        return 1, f"{log.getvalue()}{type(e).__name__}: {e}"
+    finally:
+        SubmitApp.clear_instance()  # the next submission configures a fresh one (a forged time, say)
+
+
 def _submit(plan: dict, kind: str, work: Path, forge: str | None = None) -> dict:
     _answer(work / plan["part"] / f"{plan['notebook']}.ipynb", plan["answers"][kind])
-    argv = [plan["nbgrader"], "submit", plan["part"]]
+    argv = [plan["part"]]
     if forge:  # the student's own process writes the claimed time (name and timestamp.txt): nbgrader#1104
         argv.append(f"--Exchange.timestamp_format={forge}")
     t0 = time.time()
-    p = subprocess.run(argv, cwd=work, capture_output=True, text=True)
+    rc, log = nbgrader_submit(argv, work)
     t1 = time.time()
-    return {"kind": kind, "start": t0, "end": t1, "rc": p.returncode, "forged": forge,
-            "error": "" if p.returncode == 0 else (p.stderr or p.stdout)[-2000:]}
+    return {"kind": kind, "start": t0, "end": t1, "rc": rc, "forged": forge,
+            "error": "" if rc == 0 else log[-2000:]}
 
 
 def main(plan_path: str) -> int:
