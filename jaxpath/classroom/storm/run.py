@@ -177,6 +177,7 @@ class Storm:
         self.log(f"{len(procs)} students fetched and answered; the minute starts")
         collector = _Collector(self)
         collector.start()
+        collector.wait_watching()
         t0 = time.time()
         os.close(go_fd)  # every student wakes at once
         lines.wait_for("done", len(procs))
@@ -460,6 +461,8 @@ class _Collector(threading.Thread):
         self.error: str | None = None
         self.fifo = storm.state / "collect-fault"
         self.proc: subprocess.Popen | None = None
+        self.watching = threading.Event()
+        """Set once its first round is done, its inotify watch in place (or once it has ended, failed)."""
         if storm.faults:
             os.mkfifo(self.fifo, 0o600)
 
@@ -481,6 +484,7 @@ class _Collector(threading.Thread):
                 r = json.loads(line)
                 self.rounds.append((r["start"], r["end"], len(r["collected"])))
                 self.entries += r["collected"]
+                self.watching.set()
         err = self.proc.stderr.read()
         rc = self.proc.wait()
         if rc not in (0, -signal.SIGKILL):
@@ -497,6 +501,15 @@ class _Collector(threading.Thread):
             self._loop(fault=False)
         except StormError as e:
             self.error = str(e)
+        finally:
+            self.watching.set()
+
+    def wait_watching(self) -> None:
+        """Until the loop watches the inbound folder: the students are let go only then, so that it collects
+        while they submit (a process starting takes seconds on a loaded machine; the submissions, under one)."""
+        self.watching.wait()
+        if self.error:
+            raise StormError(self.error)
 
     def finish(self) -> None:
         """Every submission is in: the loop does its last round and ends."""
