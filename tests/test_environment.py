@@ -69,7 +69,8 @@ def test_package_declares_what_it_imports_and_the_lock_satisfies_it():
         assert req.specifier.contains(lock[name], prereleases=True), f"{spec} excludes the locked {lock[name]}"
     module_to_dist = {"jupyter_client": "jupyter-client", "yaml": "pyyaml", "sqlalchemy": "sqlalchemy",
                       "distributed": "distributed", "dask": "dask", "myst_nb": "myst-nb",
-                      "sphinx_book_theme": "sphinx-book-theme", "jupyter_core": "jupyter-core"}
+                      "sphinx_book_theme": "sphinx-book-theme", "jupyter_core": "jupyter-core",
+                      "ltiauthenticator": "jupyterhub-ltiauthenticator"}
     imported = set()
     for path in (ROOT / "jaxpath").rglob("*.py"):
         for node in ast.parse(path.read_text()).body:  # top-level imports: what `import jaxpath.x` needs
