@@ -24,7 +24,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -54,6 +54,10 @@ class Platform:
     """The tool's public key, as an LMS's registration form takes it."""
     tool_launch_url: str = ""
     """The tool's redirect (launch) URL the platform accepts in an authentication request."""
+    tool_login_url: str = ""
+    """The tool's login initiation URL, where the platform's link (`/launch`) sends the browser."""
+    tool_target: str = ""
+    """The target link URI of the platform's link."""
     key: rsa.RSAPrivateKey = field(default_factory=new_key)
     kid: str = "platform-key-1"
     scores: list[dict] = field(default_factory=list)
@@ -118,6 +122,10 @@ class Platform:
     def launch_page(self, login_url: str, target: str, **launch) -> str:
         """An LMS page whose form posts the login initiation by itself (what a browser gets from the LMS)."""
         return _autosubmit(login_url, self.launch_form(login_url, target, **launch))
+
+    def link(self, *, sub: str, context: str, roles: list[str]) -> str:
+        """The URL of an LMS link for this person in this course: the browser opens it and arrives in the tool."""
+        return f"{self.url}/launch?" + urlencode({"sub": sub, "context": context, "roles": ",".join(roles)})
 
     def id_token(self, nonce: str, hint: dict, target: str) -> str:
         now = int(time.time())
@@ -197,6 +205,9 @@ class _Handler(BaseHTTPRequestHandler):
         p = self.platform
         u = urlsplit(self.path)
         q = {k: v[0] for k, v in parse_qs(u.query).items()}
+        if u.path == "/launch":
+            return self._send(200, p.launch_page(p.tool_login_url, p.tool_target, sub=q["sub"], context=q["context"],
+                                                 roles=q["roles"].split(",")), "text/html")
         if u.path == "/jwks":
             return self._send(200, {"keys": [jwk_of(p.key, p.kid)]})
         if u.path == "/auth":

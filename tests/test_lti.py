@@ -354,3 +354,82 @@ def test_the_key_must_be_private_and_outside_the_course(sample, tmp_path):
     assert platform.scores == [] and platform.tokens == {}, "nothing was sent"
     r = _cli(config, settings_file)
     assert r.returncode == 2 and "inside the course directory" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_launch_cookies_cross_sites_on_https():
+    """The state and nonce cookies of the launch are SameSite=None and Secure behind https (an LMS on another site
+    posts the launch: a Lax cookie would not come with it); on plain http (loopback) as the browser's default."""
+    from types import SimpleNamespace
+    from urllib.parse import urlparse
+
+    from jaxpath.classroom.hub.lti import cross_site
+
+    https = SimpleNamespace(settings={"public_url": urlparse("https://hub.example.edu/")}, request=None)
+    plain = SimpleNamespace(settings={}, request=SimpleNamespace(protocol="http"))
+    assert cross_site(https) == {"samesite": "None", "secure": True} and cross_site(plain) == {}
+
+
+# -- the launch in a browser, into a real hub ------------------------------------------------------------------
+
+def _why_no_hub() -> str | None:
+    from hub_factory import can_run
+    from site_factory import CHROMIUM
+
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
+    return can_run()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.full
+@pytest.mark.skipif(_why_no_hub() is not None, reason=str(_why_no_hub()))
+def test_a_student_and_an_instructor_arrive_from_the_lms(tmp_path, request, chromium):
+    """The hub as `jaxpath hub` runs it, with [lti] (tests/hub_factory.py's two courses, real accounts): the
+    instructor and a student open the LMS's link in chromium and land in their JupyterLab; the instructor releases
+    both courses from a terminal and opens the course's formgrader; the student's Assignments tab lists their one
+    course (the other is another student's) and the formgrader refuses them; a stranger gets the refusal page."""
+    from hub_factory import TIMEOUT_MS, Person, Shots, Steps, course_hub
+    from playwright.sync_api import expect
+    from test_hub import _assignments_tab
+
+    expect.set_options(timeout=TIMEOUT_MS)
+    shots, steps = Shots(tmp_path, request.node.name), Steps(tmp_path)
+    with Platform() as platform, course_hub(tmp_path, platform) as hut:
+        steps("accounts made, hub started")
+        ins = Person(chromium, hut, "ins").launch(platform, "ctx-demo", [INSTRUCTOR])
+        s1 = Person(chromium, hut, "s1").launch(platform, "ctx-demo", [LEARNER])
+        ins.wait_for_lab()
+        s1.wait_for_lab()
+        shots(s1.page, "student-arrived-from-the-lms")
+        steps("instructor and student launched from the LMS, their servers started")
+        demo, warmup = hut.course_dir("demo"), hut.course_dir("warmup")
+        ins.ok(f"cd {demo} && nbgrader generate_assignment demo --force && nbgrader release_assignment demo --force")
+        ins.ok(f"cd {warmup} && nbgrader generate_assignment arrays --force && nbgrader release_assignment arrays --force")
+        r = ins.page.goto(f"{hut.hub.url}/services/demo/formgrader")
+        assert r.status == 200, r.status
+        expect(ins.page.locator("body")).to_contain_text("demo")
+        shots(ins.page, "instructor-formgrader")
+        steps("instructor released both courses, opened the formgrader")
+
+        page = _assignments_tab(s1, expect)
+        courses = page.locator("#course_list li")
+        expect(courses).to_have_count(1)
+        assert courses.all_inner_texts() == ["demo"]
+        shots(page, "student-assignments-tab")
+        r = s1.page.goto(f"{hut.hub.url}/services/demo/formgrader")
+        assert r.status == 403, r.status
+        log = hut.hub.log_tail(200_000)
+        assert f"LTI launch: {s1.name} as student of demo" in log and f"LTI launch: {ins.name} as instructor of demo" in log
+
+        stranger = chromium.new_context()
+        try:
+            page = stranger.new_page()
+            page.goto(platform.link(sub="sub-nobody", context="ctx-demo", roles=[LEARNER]))
+            expect(page.locator("#lti-reason")).to_have_text("Your LMS account is not linked to an account of this hub.")
+            expect(page.locator("#lti-details")).to_contain_text("sub-nobody")
+            shots(page, "stranger-refused")
+        finally:
+            stranger.close()
+        assert "LTI launch refused (unknown-user)" in hut.hub.log_tail(200_000)
+        steps("student's course list, the formgrader refused, a stranger refused")

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ltiauthenticator.lti13.auth import LTI13Authenticator
 from ltiauthenticator.lti13.error import InvalidAudienceError, ValidationError
-from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
+from ltiauthenticator.lti13.handlers import LTI13CallbackHandler, LTI13LoginInitHandler
 from tornado.web import HTTPError
 from traitlets import Dict, Int, Set, Unicode
 
@@ -114,7 +114,8 @@ class JaxpathLTIAuthenticator(LTI13Authenticator):
 
     def get_handlers(self, app):
         handlers = super().get_handlers(app)
-        return [(url, LaunchHandler if handler is self.callback_handler else handler) for url, handler in handlers]
+        ours = {self.callback_handler: LaunchHandler, self.login_handler: LoginInitHandler}
+        return [(url, ours.get(handler, handler)) for url, handler in handlers]
 
     def check_nonce_unused(self, id_token: dict) -> None:
         """Refuse an id_token whose nonce was accepted before; remember this one until the token expires."""
@@ -178,9 +179,34 @@ class JaxpathLTIAuthenticator(LTI13Authenticator):
         return {"name": self.get_username(data or {})}
 
 
+class LoginInitHandler(LTI13LoginInitHandler):
+    """The library's login initiation, with its state and nonce cookies sent back on the launch across sites: the
+    launch is a form the LMS's page posts to the hub, a cross-site POST, which carries no cookie that is
+    SameSite=Lax (browsers' default). On https they are SameSite=None (browsers take that only with Secure); the
+    hub's own login cookie stays as JupyterHub sets it. Only a launch from an LMS on another site shows the need:
+    the test platform is on the same host."""
+
+    def _set_oauth_cookie(self, key: str, value) -> None:
+        self._set_cookie(key, value, expires_days=1, httponly=True, encrypted=True, **cross_site(self))
+
+
+def cross_site(handler) -> dict:
+    """The cookie attributes of the launch's state and nonce cookies (see LoginInitHandler)."""
+    public = handler.settings.get("public_url")
+    https = (public.scheme if public else handler.request.protocol) == "https"
+    return {"samesite": "None", "secure": True} if https else {}
+
+
 class LaunchHandler(LTI13CallbackHandler):
     """The launch (the platform's form post of id_token and state): the library's checks, then ours; a
     refusal is a page and a log line."""
+
+    def _get_oauth_cookie(self, name: str):
+        """The library's, clearing the cookie with the attributes it was set with (a SameSite=None cookie is
+        cleared only so)."""
+        cookie = (self.get_secure_cookie(name) or b"").decode("utf8", "replace")
+        self.clear_cookie(name, **cross_site(self))
+        return cookie
 
     def decode_and_validate_launch_request(self) -> dict:
         id_token = super().decode_and_validate_launch_request()
@@ -217,4 +243,4 @@ class LaunchHandler(LTI13CallbackHandler):
         self.finish(template("lti-refused.html.j2").render(refusal=refusal, details=details))
 
 
-__all__ = ["JaxpathLTIAuthenticator", "LaunchHandler", "ROLES", "Refused", "library_refusal", "role_of"]
+__all__ = ["JaxpathLTIAuthenticator", "LaunchHandler", "LoginInitHandler", "ROLES", "Refused", "library_refusal", "role_of"]
