@@ -54,6 +54,7 @@ else:
     a.courses = {course["lti_context"]: {key: course[key] for key in ("id", "instructors", "graders", "students")}
                  for course in hub["courses"]}
     a.uri_scheme = "https" if hub["url"].startswith("https:") else "http"  # the address people open
+    a.auto_login = True  # the hub's login page leads to the launch, which says to come from the LMS
 
 # -- each person's server: JupyterLab with nbgrader, as that person ------------------------------------------
 c.JupyterHub.spawner_class = "localprocess"

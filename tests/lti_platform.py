@@ -60,6 +60,10 @@ class Platform:
     """The target link URI of the platform's link."""
     key: rsa.RSAPrivateKey = field(default_factory=new_key)
     kid: str = "platform-key-1"
+    page_size: int = 0
+    """Line items per page of the container (0: all on one), the next page named by a Link header, as AGS does."""
+    ignore_filters: bool = False
+    """List every line item whatever resource_id and tag ask (a platform may)."""
     scores: list[dict] = field(default_factory=list)
     lineitems: list[dict] = field(default_factory=list)
     tokens: dict[str, set] = field(default_factory=dict)
@@ -181,9 +185,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:  # quiet
         pass
 
-    def _send(self, status: int, body, content_type: str = "application/json") -> None:
+    def _send(self, status: int, body, content_type: str = "application/json", headers: dict | None = None) -> None:
         data = (json.dumps(body) if not isinstance(body, str) else body).encode()
         self.send_response(status)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -224,8 +230,16 @@ class _Handler(BaseHTTPRequestHandler):
             if not self._scope("lineitem"):
                 return
             items = [li for li in p.lineitems if li["id"].startswith(f"{p.url}{u.path}/")
-                     and all(li.get(k) == q[f] for f, k in (("resource_id", "resourceId"), ("tag", "tag")) if f in q)]
-            return self._send(200, items, "application/vnd.ims.lis.v2.lineitemcontainer+json")
+                     and (p.ignore_filters or all(li.get(k) == q[f] for f, k in (("resource_id", "resourceId"),
+                                                                                  ("tag", "tag")) if f in q))]
+            link = None
+            if p.page_size:
+                start = int(q.get("page", 0))
+                if start + p.page_size < len(items):
+                    link = f'<{p.url}{u.path}?{urlencode({**q, "page": start + p.page_size})}>; rel="next"'
+                items = items[start:start + p.page_size]
+            return self._send(200, items, "application/vnd.ims.lis.v2.lineitemcontainer+json",
+                              {"Link": link} if link else None)
         self._send(404, {"error": "not found"})
 
     def do_POST(self) -> None:

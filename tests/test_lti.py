@@ -175,6 +175,13 @@ class TestLaunch:
         assert not any(k.startswith("jupyterhub-hub-login") for k in r.cookies), "nobody is logged in"
         assert re.search(rf"LTI launch refused \({re.escape(why)}\): ", hub.log_text()), hub.log_text()[-3000:]
 
+    def test_someone_who_opens_the_hub_directly_is_sent_to_the_lms(self, hub):
+        import requests
+
+        r = requests.get(f"{hub.url}/hub/login")  # follows the hub's redirect to the login initiation
+        assert r.status_code == 400 and "This hub is entered from the LMS." in r.text, (r.status_code, r.text[:2000])
+        assert "LTI launch refused (not-from-the-lms)" in hub.log_text()
+
     def test_a_replayed_launch_is_refused(self, hub):
         """The same id_token, state and cookies posted twice (what a copy of the browser's request would do):
         the library's cookie checks pass the second time; the nonce seen before does not."""
@@ -332,6 +339,42 @@ def test_the_dry_run_shows_and_sends_nothing(sample):
     assert "scores for the LMS" in r.stdout and "to send" in r.stdout, r.stdout
     assert "nothing was sent" in r.stdout and "line items to find or make: 01_introduction, 02_jit" in r.stdout
     assert platform.scores == [] and platform.lineitems == [] and platform.tokens == {}
+
+
+@pytest.mark.slow
+def test_line_items_are_found_again_on_any_page(sample):
+    """With its record gone, a push finds the line items it made before (by resourceId and tag), also where the
+    platform ignores the filter and pages the container: it makes none twice."""
+    from jaxpath.classroom.hub import load_settings
+    from jaxpath.classroom.lti import push
+    from jaxpath.classroom.lti.push import record_path
+
+    config, settings_file, platform = sample
+    platform.lineitems.append({"id": f"{platform.lineitems_url('ctx-jax')}/900", "label": "another tool's",
+                               "resourceId": "basics/01_introduction", "tag": "other", "scoreMaximum": 1})
+    settings = load_settings(settings_file)
+    first = push(config, "basics", settings)
+    assert first.created == ["01_introduction", "02_jit"] and len(platform.lineitems) == 3
+    record_path(config, "jax-path", "basics").unlink()
+    platform.page_size, platform.ignore_filters = 1, True
+    again = push(config, "basics", settings)
+    assert again.created == [] and len(platform.lineitems) == 3
+    assert len(again.sent) == len(first.sent), "without its record, every score is sent again (the same values)"
+
+
+def test_lti_key_makes_a_private_key_and_prints_its_public_half(sample, capsys):
+    from jaxpath.classroom.hub import load_settings
+    from jaxpath.classroom.lti import public_jwk, read_private_key
+    from jaxpath.cli import main
+
+    config, settings_file, _ = sample
+    key_path = load_settings(settings_file).lti.private_key
+    key_path.unlink()
+    assert main(["--root", str(config.root), "lti", "key", "--settings", str(settings_file), "--create"]) == 0
+    out = capsys.readouterr().out
+    assert key_path.stat().st_mode & 0o777 == 0o600
+    jwk = public_jwk(read_private_key(key_path, settings_file))
+    assert f'"kid": "{jwk["kid"]}"' in out and "BEGIN PUBLIC KEY" in out and "PRIVATE" not in out
 
 
 @pytest.mark.slow

@@ -86,7 +86,12 @@ def run_key(args, config: Config) -> int:
     if args.create and path is not None and not path.exists():
         make_key(path)
         console.print(f"made {path} (mode 0600)")
+    from cryptography.hazmat.primitives import serialization
+
     key = read_private_key(path, settings.path, config.root)
-    console.print("the tool's public key (paste it into the LMS's tool registration, 'Public JWK'):")
+    console.print("the tool's public key as a JWK (Canvas: 'Public JWK'):")
     console.print(json.dumps(public_jwk(key), indent=1), markup=False)
+    pem = key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    console.print("and as PEM (Moodle: 'Public key type: RSA key'):")
+    console.print(pem.decode().strip(), markup=False)
     return 0

@@ -186,6 +186,17 @@ class LoginInitHandler(LTI13LoginInitHandler):
     hub's own login cookie stays as JupyterHub sets it. Only a launch from an LMS on another site shows the need:
     the test platform is on the same host."""
 
+    def post(self):
+        """The library's login initiation; someone who opens the hub directly (no `iss`: not sent by an LMS) gets
+        a page that sends them to the LMS instead of the library's bare 400."""
+        if not self.get_argument("iss", None):
+            refuse(self, Refused("not-from-the-lms", "This hub is entered from the LMS.",
+                                 "Open the hub's link in your course in the LMS.", 400))
+            return
+        return super().post()
+
+    get = post
+
     def _set_oauth_cookie(self, key: str, value) -> None:
         self._set_cookie(key, value, expires_days=1, httponly=True, encrypted=True, **cross_site(self))
 
@@ -227,20 +238,23 @@ class LaunchHandler(LTI13CallbackHandler):
                 raise Refused("not-allowed", "The hub does not let this account in.",
                               "Ask the hub's administrator.", 403, {"account": launch["account"]})
         except Refused as refusal:
-            self.refuse(refusal)
+            refuse(self, refusal)
             return
         self.log.info("LTI launch: %s as %s of %s", launch["account"], launch["role"], launch["course"])
         await self.redirect_to_next_url(user)
 
-    def refuse(self, refusal: Refused) -> None:
-        from ...templates import template
 
-        details = {k: v for k, v in (refusal.details or {}).items() if v}
-        self.log.warning("LTI launch refused (%s): %s %s", refusal.why, refusal.reason,
-                         " ".join(f"{k}={v!r}" for k, v in details.items()))
-        self.set_status(refusal.status)
-        self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(template("lti-refused.html.j2").render(refusal=refusal, details=details))
+def refuse(handler, refusal: Refused) -> None:
+    """The refusal page (templates/lti-refused.html.j2) and the log line."""
+    from ...templates import template
+
+    details = {k: v for k, v in (refusal.details or {}).items() if v}
+    handler.log.warning("LTI launch refused (%s): %s %s", refusal.why, refusal.reason,
+                        " ".join(f"{k}={v!r}" for k, v in details.items()))
+    handler.set_status(refusal.status)
+    handler.set_header("Content-Type", "text/html; charset=utf-8")
+    handler.finish(template("lti-refused.html.j2").render(refusal=refusal, details=details))
 
 
-__all__ = ["JaxpathLTIAuthenticator", "LaunchHandler", "LoginInitHandler", "ROLES", "Refused", "library_refusal", "role_of"]
+__all__ = ["JaxpathLTIAuthenticator", "LaunchHandler", "LoginInitHandler", "ROLES", "Refused", "library_refusal", "refuse",
+           "role_of"]

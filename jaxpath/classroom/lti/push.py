@@ -237,12 +237,18 @@ class Platform:
         return {"Authorization": f"Bearer {self.token()}", **extra}
 
     def find_lineitem(self, lineitems: str, resource_id: str) -> str | None:
-        r = self.http.get(lineitems, params={"resource_id": resource_id, "tag": TAG}, timeout=TIMEOUT,
-                          headers=self._headers(Accept=LINEITEMS))
-        if r.status_code != 200:
-            raise self._fail(f"the line items of {resource_id}", r)
-        found = [li for li in r.json() if li.get("resourceId") == resource_id and li.get("tag", TAG) == TAG]
-        return found[0]["id"] if found else None
+        """The line item of this resource id and tag. The filter is asked of the LMS and applied here again (a
+        platform may ignore it), across every page of the container (AGS pages it with Link: rel="next")."""
+        url, params = lineitems, {"resource_id": resource_id, "tag": TAG}
+        while url:
+            r = self.http.get(url, params=params, timeout=TIMEOUT, headers=self._headers(Accept=LINEITEMS))
+            if r.status_code != 200:
+                raise self._fail(f"the line items of {resource_id}", r)
+            found = [li for li in r.json() if li.get("resourceId") == resource_id and li.get("tag", TAG) == TAG]
+            if found:
+                return found[0]["id"]
+            url, params = r.links.get("next", {}).get("url"), None
+        return None
 
     def create_lineitem(self, lineitems: str, resource_id: str, label: str, maximum: float) -> str:
         body = {"scoreMaximum": maximum, "label": label, "resourceId": resource_id, "tag": TAG}
