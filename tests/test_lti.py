@@ -122,6 +122,19 @@ def test_the_jupyterhub_config_uses_the_lti_authenticator(tmp_path, monkeypatch)
     assert cfg.JupyterHub.load_groups["nbgrader-demo"] == {"users": ["ada", "bo"]}, "the groups PAM's setup has"
 
 
+def test_jaxpath_hub_prints_what_the_lms_registration_needs(tmp_path):
+    from jaxpath.classroom.hub import Prepared, describe
+    from jaxpath.classroom.hub.setup import hub_data
+
+    s = load_settings(_settings(tmp_path, GOOD))
+    hub_json = tmp_path / "hub.json"
+    hub_json.write_text(json.dumps(hub_data(s, {"hub": 1, "proxy_api": 2, "service:demo": 3}, {}, None)))
+    text = "\n".join(describe(Prepared(s, hub_json, passwords={"ada": "secret"})))
+    for url in ("https://hub.example.edu/hub/lti13/oauth_login", "https://hub.example.edu/hub/lti13/oauth_callback"):
+        assert url in text
+    assert "cannot arrive: bo" in text and "the LMS course: ctx-1" in text and "secret" not in text
+
+
 def test_lms_roles_map_to_course_roles():
     from jaxpath.classroom.hub.lti import role_of
 
@@ -164,7 +177,8 @@ class TestLaunch:
         ({"sub": "sub-stranger"}, 403, "unknown-user", "not linked to an account of this hub"),
         ({"context": "ctx-other"}, 403, "unknown-course", "This LMS course is not a course of this hub"),
         ({"context": "ctx-warmup"}, 403, "not-enrolled", "is not in the roster of warmup"),
-        ({"roles": [INSTRUCTOR]}, 403, "role", "The LMS says you are a instructor of this course; the hub's roster says student"),
+        ({"roles": [INSTRUCTOR]}, 403, "role",
+         "In this course the LMS has you as instructor; the hub's roster has you as student."),
         ({"roles": ["http://purl.imsglobal.org/vocab/lis/v2/system/person#User"]}, 403, "no-role", "gives you no role"),
     ], ids=["bad-signature", "expired", "unknown-deployment", "unknown-user", "unknown-course", "not-enrolled",
             "role-contradicts-roster", "no-role"])
@@ -360,6 +374,24 @@ def test_line_items_are_found_again_on_any_page(sample):
     again = push(config, "basics", settings)
     assert again.created == [] and len(platform.lineitems) == 3
     assert len(again.sent) == len(first.sent), "without its record, every score is sent again (the same values)"
+
+
+@pytest.mark.slow
+def test_a_token_refused_stops_the_push_with_the_lms_answer(sample):
+    """The platform verifies the client assertion against the key it was given: signed by another key, no token,
+    and the push stops saying what the LMS answered, with nothing recorded."""
+    from lti_platform import jwk_of, new_key
+
+    from jaxpath.classroom.hub import load_settings
+    from jaxpath.classroom.lti import LtiPushError, push
+    from jaxpath.classroom.lti.push import record_path
+
+    config, settings_file, platform = sample
+    platform.tool_jwk = jwk_of(new_key(), platform.tool_jwk["kid"])
+    with pytest.raises(LtiPushError, match=re.escape("the access token: the LMS answered 401")):
+        push(config, "basics", load_settings(settings_file))
+    assert platform.refused == ["token: Signature verification failed"] and platform.tokens == {}
+    assert not record_path(config, "jax-path", "basics").exists() and platform.scores == []
 
 
 def test_lti_key_makes_a_private_key_and_prints_its_public_half(sample, capsys):

@@ -163,7 +163,7 @@ class JaxpathLTIAuthenticator(LTI13Authenticator):
             raise Refused("not-enrolled", f"Your account ({account}) is not in the roster of {course['id']} on this hub.",
                           "Ask the hub's administrator to add you to the course's roster.", 403, details)
         if roster != role:
-            raise Refused("role", f"The LMS says you are a {role} of this course; the hub's roster says {roster}.",
+            raise Refused("role", f"In this course the LMS has you as {role}; the hub's roster has you as {roster}.",
                           "Ask the hub's administrator: the roster in the hub's settings decides, and the two must "
                           "agree.", 403, details)
         ags = id_token.get(AGS_CLAIM) or {}
