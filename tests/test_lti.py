@@ -260,6 +260,18 @@ lti_lineitems = "{platform.lineitems_url('ctx-jax')}"
     platform.stop()
 
 
+def _late(config, student: str, notebook: str, penalty: float) -> None:
+    """A late penalty on a notebook, as nbgrader's AssignLatePenalties records it (never above its score)."""
+    from nbgrader.api import Gradebook
+
+    cd = config.coursedir()
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        nb = gb.find_submission_notebook(notebook, "basics", student)
+        assert nb.score >= penalty
+        nb.late_submission_penalty = penalty
+        gb.db.commit()
+
+
 def _export(config) -> dict[str, dict]:
     from jaxpath.classroom.export import export
 
@@ -282,6 +294,9 @@ def test_push_sends_what_export_counts_then_nothing(sample):
     from jaxpath.classroom.lti import push
 
     config, settings_file, platform = sample
+    # a late penalty on one graded notebook (whichever the sample's grading finished: it depends on no timing)
+    late = next(s for s in notebook_scores(config, "basics") if s.status == "graded" and s.score > 0)
+    _late(config, late.student, late.notebook, late.score / 2)
     settings = load_settings(settings_file)
     report = push(config, "basics", settings)
     assert report.created == ["01_introduction", "02_jit"] and len(platform.lineitems) == 2
@@ -294,6 +309,7 @@ def test_push_sends_what_export_counts_then_nothing(sample):
     assert recorded == sendable and sendable, "every final score, and only those"
     held = {(i.notebook, i.student) for i in report.plan.items if i.state == "held"}
     assert held == {(s.notebook, s.student) for s in scores if s.status not in ("graded", "missing", "not submitted")}
+    assert recorded[(late.notebook, f"lms-{late.student}")] == late.score / 2, "the late penalty is taken off"
     # per student: what the LMS got adds up to export's score, for every student whose notebooks were all sent
     rows = _export(config)
     complete = {s.student for s in scores} - {student for _, student in held}

@@ -39,8 +39,9 @@ def net_score(submission) -> dict:
 @dataclass(frozen=True)
 class NotebookScore:
     """One student's score for one notebook of a part, as `export` counts it: `net_score` of the submitted notebook
-    (nbgrader files the late penalty per notebook; a part's penalty is their sum), 0 for a student who submitted
-    nothing. `status` is jaxpath's grading status of that notebook ("" when jaxpath did not grade it)."""
+    (nbgrader files the late penalty per notebook, never above its score; a part's penalty is their sum, so the
+    notebooks' scores add up to the part's), 0 for a student who submitted nothing. `status` is jaxpath's grading
+    status of that notebook ("" when jaxpath did not grade it)."""
     student: str
     notebook: str
     score: float
