@@ -20,11 +20,11 @@ ifeq ($(filter-out all,$(or $(MAKECMDGOALS),all)),)
   $(shell rm -f $(TIMES))
 endif
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-lti.txt pyproject.toml
 	@mkdir -p build && date +%s > build/.install-start
 	@py=$$(sh scripts/find-python.sh) || exit 1; \
 	  if [ ! -x $(BIN)/python ]; then echo "creating $(VENV) with $$py"; "$$py" -m venv $(VENV) || exit 1; fi
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt -r requirements-lti.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 	@echo "install $$(( $$(date +%s) - $$(cat build/.install-start) ))" >> $(TIMES); rm -f build/.install-start

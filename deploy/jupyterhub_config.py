@@ -4,7 +4,8 @@
 # configuration (nbgrader's reference setups: demos/demo_one_class_multiple_graders and demo_multiple_classes);
 # hub.json only supplies the names, ports and paths of this server.
 #
-# Who is who: people log in with their own OS accounts (PAM) and their servers run as them (LocalProcessSpawner).
+# Who is who: people log in with their own OS accounts (PAM), or arrive from the LMS (LTI 1.3, with hub.toml's [lti]),
+# and their servers run as them (LocalProcessSpawner).
 # Per course, a hub group `nbgrader-<course>` of its students (nbgrader's JupyterHubAuthPlugin reads it: a
 # student lists, fetches and submits only the courses they are in), a group `formgrade-<course>` of its
 # instructors and graders (they may open the course's formgrader), and the formgrader itself as a hub service
@@ -32,10 +33,28 @@ c.JupyterHub.db_url = f"sqlite:///{state / 'jupyterhub.sqlite'}"
 c.JupyterHub.cookie_secret_file = str(state / "jupyterhub_cookie_secret")
 c.JupyterHub.cleanup_servers = True  # stopping the hub stops every server it started
 
-# -- accounts: PAM, only the people of the courses ------------------------------------------------------------
-c.JupyterHub.authenticator_class = "pam"
+# -- accounts: PAM, only the people of the courses; or, with hub.toml's [lti], LTI 1.3 launches from the LMS ----
 c.Authenticator.allowed_users = set(hub["people"])
-c.PAMAuthenticator.open_sessions = False
+lti = hub.get("lti")
+if lti is None:
+    c.JupyterHub.authenticator_class = "pam"
+    c.PAMAuthenticator.open_sessions = False
+else:
+    # JupyterHub's LTI13Authenticator (jupyterhub-ltiauthenticator) and what jaxpath adds to it (a nonce used once,
+    # the deployment id, the LMS user, course and role mapped onto the roster): jaxpath/classroom/hub/lti.py.
+    # The LMS posts its launches to <url>/hub/lti13/oauth_login (login initiation) and /hub/lti13/oauth_callback.
+    c.JupyterHub.authenticator_class = "jaxpath.classroom.hub.lti.JaxpathLTIAuthenticator"
+    a = c.JaxpathLTIAuthenticator
+    a.issuer = lti["issuer"]
+    a.client_id = {lti["client_id"]}
+    a.jwks_endpoint = lti["jwks_url"]
+    a.authorize_url = lti["auth_url"]
+    a.deployment_ids = set(lti["deployment_ids"])
+    a.users = lti["users"]
+    a.courses = {course["lti_context"]: {key: course[key] for key in ("id", "instructors", "graders", "students")}
+                 for course in hub["courses"]}
+    a.uri_scheme = "https" if hub["url"].startswith("https:") else "http"  # the address people open
+    a.auto_login = True  # the hub's login page leads to the launch, which says to come from the LMS
 
 # -- each person's server: JupyterLab with nbgrader, as that person ------------------------------------------
 c.JupyterHub.spawner_class = "localprocess"

@@ -58,8 +58,25 @@ class HubUnderTest:
         return self.settings.course_dir(course_id)
 
 
-def _settings_text(state: Path, prefix: str, course: Path, port: int) -> str:
+def _lti_text(prefix: str, platform) -> str:
+    """hub.toml's [lti] for the test platform: each person's LMS user is `sub-<role>`."""
+    users = "\n".join(f'"sub-{role}" = "{prefix}-{role}"' for role in ("ins", "grader", "s1", "s2"))
     return f"""
+[lti]
+issuer = "{platform.issuer}"
+client_id = "{platform.client_id}"
+deployment_ids = ["{platform.deployment_id}"]
+jwks_url = "{platform.jwks_url}"
+auth_url = "{platform.auth_url}"
+token_url = "{platform.token_url}"
+
+[lti.users]
+{users}
+"""
+
+
+def _settings_text(state: Path, prefix: str, course: Path, port: int, platform=None) -> str:
+    text = f"""
 [hub]
 url = "http://127.0.0.1:{port}"
 state = "{state}"
@@ -81,21 +98,33 @@ account = "{prefix}-warmup"
 instructors = ["{prefix}-ins"]
 students = ["{prefix}-s2"]
 """
+    if platform is None:
+        return text
+    text = text.replace('students = ["{prefix}-s1", "{prefix}-s2"]'.format(prefix=prefix),
+                        f'students = ["{prefix}-s1", "{prefix}-s2"]\nlti_context = "ctx-demo"')
+    text = text.replace(f'students = ["{prefix}-s2"]\n', f'students = ["{prefix}-s2"]\nlti_context = "ctx-warmup"\n')
+    return _lti_text(prefix, platform) + text
 
 
 @contextlib.contextmanager
-def course_hub(tmp_path: Path):
+def course_hub(tmp_path: Path, platform=None):
     """Two courses on one running hub: `demo` (tests/course_factory.py's chapter, with this repository's
     nbgrader_config.py) taught by an instructor and a grader to two students, and deploy/warmup, taught by the
-    same instructor to the second student only."""
+    same instructor to the second student only. With `platform` (tests/lti_platform.py), people arrive from it
+    (hub.toml's [lti]: the LMS courses `ctx-demo` and `ctx-warmup`, each person's LMS user `sub-<role>`)."""
     prefix = f"jxh{os.getpid()}"
     state = private_temp_dir("hub")
     os.chmod(state, 0o755)
     settings_file = tmp_path / "deploy" / "hub.toml"
     settings_file.parent.mkdir()
     course = instructor_course(tmp_path).root
-    settings_file.write_text(_settings_text(state, prefix, course, free_port()))
+    port = free_port()
+    settings_file.write_text(_settings_text(state, prefix, course, port, platform))
     settings = load_settings(settings_file)
+    if platform is not None:
+        hub = f"http://127.0.0.1:{port}/hub"
+        platform.tool_login_url, platform.tool_launch_url = f"{hub}/lti13/oauth_login", f"{hub}/lti13/oauth_callback"
+        platform.tool_target = f"{hub}/"
     _remove_leftovers(prefix)
     hub = None
     try:
@@ -180,6 +209,12 @@ class Person:
         self.page.fill("#username_input", self.name)
         self.page.fill("#password_input", self.hut.passwords[self.name])
         self.page.click("#login_submit")
+        return self
+
+    def launch(self, platform, context: str, roles: list[str]) -> "Person":
+        """Arrive from the LMS: open its link (tests/lti_platform.py); the platform and the hub pass the browser
+        between them (login initiation, authentication, the launch's form post), and the hub starts the server."""
+        self.page.goto(platform.link(sub=f"sub-{self.role}", context=context, roles=roles))
         return self
 
     def wait_for_lab(self) -> "Person":

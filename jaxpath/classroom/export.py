@@ -36,6 +36,45 @@ def net_score(submission) -> dict:
     return {"raw_score": raw, "late_submission_penalty": penalty, "score": max(0.0, raw - penalty)}
 
 
+@dataclass(frozen=True)
+class NotebookScore:
+    """One student's score for one notebook of a part, as `export` counts it: `net_score` of the submitted notebook
+    (nbgrader files the late penalty per notebook, never above its score; a part's penalty is their sum, so the
+    notebooks' scores add up to the part's), 0 for a student who submitted nothing. `status` is jaxpath's grading
+    status of that notebook ("" when jaxpath did not grade it)."""
+    student: str
+    notebook: str
+    score: float
+    max_score: float
+    status: str
+    reason: str = ""
+
+
+def notebook_scores(config: Config, part: str, *, db_url: str | None = None) -> list[NotebookScore]:
+    """Each student's score per notebook of `part` (the rows `export` sums, per notebook): what `jaxpath lti push`
+    sends to the LMS's line item of each notebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    coursedir = config.coursedir(db_url)
+    store = StatusStore(coursedir.db_url)
+    statuses = {(st.student, st.notebook): st for st in store.all(part)}
+    store.dispose()
+    out = []
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        assignment = gb.find_assignment(part)
+        for student in gb.students:
+            for nb in assignment.notebooks:
+                try:
+                    sub = gb.find_submission_notebook(nb.name, part, student.id)
+                except MissingEntry:
+                    out.append(NotebookScore(student.id, nb.name, 0.0, nb.max_score, "not submitted"))
+                    continue
+                st = statuses.get((student.id, nb.name))
+                out.append(NotebookScore(student.id, nb.name, net_score(sub)["score"], nb.max_score,
+                                         str(st.status) if st else "", (st.reason or "") if st else ""))
+    return out
+
+
 def export(config: Config, part: str, *, output: Path | None = None, canvas_output: Path | None = None,
            canvas_column: str | None = None, db_url: str | None = None, roster: Path | None = None) -> ExportReport:
     """nbgrader's export columns (plus each submission's status and isolation level) and a Canvas gradebook import.

@@ -19,8 +19,8 @@ from ._console import console
 # The order of `jaxpath --help`: the authoring flow, then the learner's, then the grader's; a command not
 # listed here comes after these, alphabetically.
 ORDER = ("validate", "requirements", "mutants", "release", "appendix", "path", "build", "site", "check", "progress", "serve",
-         "collect", "grade", "extend", "feedback", "export", "report", "similar", "clusters", "hub", "sample", "doctor", "drift",
-         "platform")
+         "collect", "grade", "extend", "feedback", "export", "lti", "report", "similar", "clusters", "hub", "sample", "doctor",
+         "drift", "platform")
 
 
 @dataclass(frozen=True)

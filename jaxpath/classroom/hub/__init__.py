@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from .accounts import remove_created
 from .process import Hub, describe
-from .settings import Course, HubSettings, HubSettingsError, load_settings
+from .settings import Course, HubSettings, HubSettingsError, LtiSettings, load_settings
 from .setup import HubSetupError, Prepared, prepare
 
-__all__ = ["Course", "Hub", "HubSettings", "HubSettingsError", "HubSetupError", "Prepared", "describe", "load_settings",
-           "prepare", "remove_created"]
+__all__ = ["Course", "Hub", "HubSettings", "HubSettingsError", "HubSetupError", "LtiSettings", "Prepared", "describe",
+           "load_settings", "prepare", "remove_created"]

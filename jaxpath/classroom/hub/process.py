@@ -167,14 +167,25 @@ class Hub:
 def describe(prepared: Prepared) -> list[str]:
     """What a person needs to know: the URL, who is who, and the passwords of the accounts jaxpath hub made."""
     data = prepared.hub_data()
-    lines = [f"the hub: {data['url']}  (log in with your account's password)"]
+    lti = data.get("lti")
+    how = "log in with your account's password" if not lti else f"people arrive from the LMS: {lti['issuer']}"
+    lines = [f"the hub: {data['url']}  ({how})"]
+    if lti:
+        hub = f"{data['url']}/hub/lti13"
+        lines.append(f"  for the LMS's tool registration: login initiation URL {hub}/oauth_login, redirect (launch) URL "
+                     f"{hub}/oauth_callback, target link URI {data['url']}/hub/; the tool's public key: `jaxpath lti key`")
+        unlinked = [p for p in data["people"] if p not in lti["users"].values()]
+        if unlinked:
+            lines.append(f"  no LMS user yet ([lti.users]), so they cannot arrive: {', '.join(unlinked)}")
     for c in data["courses"]:
         lines.append(f"course {c['id']} ({c['title']}): {c['directory']}, owned by {c['account']}")
         lines.append(f"  formgrader: {data['url']}/services/{c['id']}/formgrader  (instructors and graders)")
+        if c.get("lti_context"):
+            lines.append(f"  the LMS course: {c['lti_context']}")
         for role in ("instructors", "graders", "students"):
             if c[role]:
-                lines.append(f"  {role}: " + ", ".join(f"{n} (password {prepared.passwords[n]})" if n in prepared.passwords
-                                                        else n for n in c[role]))
+                lines.append(f"  {role}: " + ", ".join(f"{n} (password {prepared.passwords[n]})"
+                                                        if n in prepared.passwords and not lti else n for n in c[role]))
     lines.append(f"exchange: {data['exchange']}; the hub's log: {Path(data['state']) / 'jupyterhub.log'}")
     return lines
 

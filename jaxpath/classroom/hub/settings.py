@@ -15,6 +15,23 @@ directory, the account that owns it and the people in each role.
     graders = ["jxp-grader"]
     students = ["jxp-student1", "jxp-student2"]
 
+With an `[lti]` table, people come from the LMS (an LTI 1.3 launch) instead of typing a password (docs/lti.md):
+
+    [lti]
+    issuer = "https://canvas.instructure.com"          # the platform's issuer (the id_token's `iss`)
+    client_id = "10000000000042"                       # the tool's client id on that platform (the `aud`)
+    deployment_ids = ["1:8865aa05b4b79b64a91a"]        # the deployments of the tool this hub accepts
+    jwks_url = "https://sso.canvaslms.com/api/lti/security/jwks"           # the platform's public keys
+    auth_url = "https://sso.canvaslms.com/api/lti/authorize_redirect"      # its OIDC authorization endpoint
+    token_url = "https://sso.canvaslms.com/login/oauth2/token"             # its OAuth2 token endpoint (AGS)
+    private_key = "/etc/jaxpath/lti-tool.pem"          # the tool's key (AGS): mode 0600, outside the repository
+
+    [lti.users]                                        # the LMS user (the id_token's `sub`) -> the account
+    "a6e2f1c4-0d1b-4c9e-9a61-3f0c2d7e5b10" = "jxp-student1"
+
+and, per course, `lti_context` (the LMS course's context id) and `lti_lineitems` (its AGS line items URL, which
+`jaxpath lti push` posts scores to).
+
 Relative paths are read from the folder that holds the settings file's folder (the repository for
 `deploy/hub.toml`). Every mistake is reported with the key it is in, before anything is changed."""
 from __future__ import annotations
@@ -47,11 +64,39 @@ class Course:
     instructors: tuple[str, ...]
     graders: tuple[str, ...]
     students: tuple[str, ...]
+    lti_context: str | None = None
+    """The LMS course (the launch's context id) this course is, with an [lti] table."""
+    lti_lineitems: str | None = None
+    """The course's AGS line items URL (`jaxpath lti push`)."""
+
+    def role_of(self, account: str) -> str | None:
+        """'instructor', 'grader' or 'student': the account's role in this course (None: not in it)."""
+        for role, names in (("instructor", self.instructors), ("grader", self.graders), ("student", self.students)):
+            if account in names:
+                return role
+        return None
 
     @property
     def staff(self) -> tuple[str, ...]:
         """Instructors and graders: members of the account's group, of `formgrade-<id>`, with the formgrader."""
         return tuple(dict.fromkeys(self.instructors + self.graders))
+
+
+@dataclass(frozen=True)
+class LtiSettings:
+    """The LMS platform the hub accepts launches from (an LTI 1.3 tool registration)."""
+    issuer: str
+    client_id: str
+    deployment_ids: tuple[str, ...]
+    jwks_url: str
+    auth_url: str
+    token_url: str | None
+    private_key: Path | None
+    users: dict[str, str]
+    """The LMS's user id (the id_token's `sub`, also the AGS `userId`) -> the hub account."""
+
+    def sub_of(self, account: str) -> str | None:
+        return next((sub for sub, name in self.users.items() if name == account), None)
 
 
 @dataclass(frozen=True)
@@ -61,6 +106,7 @@ class HubSettings:
     state: Path
     exchange: Path
     courses: tuple[Course, ...]
+    lti: LtiSettings | None = None
 
     @property
     def people(self) -> tuple[str, ...]:
@@ -115,7 +161,8 @@ def _course(path: Path, base: Path, n: int, entry) -> Course:
     if not isinstance(cid, str) or not COURSE_ID.match(cid):
         raise HubSettingsError(f"{where}: `id` = {cid!r} is not a course id (lowercase letters, digits, '-', '_')")
     where = f"{path}: course {cid!r}"
-    unknown = set(entry) - {"id", "title", "directory", "account", "instructors", "graders", "students"}
+    unknown = set(entry) - {"id", "title", "directory", "account", "instructors", "graders", "students", "lti_context",
+                            "lti_lineitems"}
     if unknown:
         raise HubSettingsError(f"{where}: unknown key(s) {sorted(unknown)}")
     account = entry.get("account", "")
@@ -133,7 +180,8 @@ def _course(path: Path, base: Path, n: int, entry) -> Course:
     course = Course(cid, str(entry.get("title", cid)), directory, account,
                     _names(where, entry.get("instructors"), "instructors"),
                     _names(where, entry.get("graders"), "graders"),
-                    _names(where, entry.get("students"), "students"))
+                    _names(where, entry.get("students"), "students"),
+                    _text(where, entry, "lti_context"), _url(where, entry, "lti_lineitems"))
     if not course.staff:
         raise HubSettingsError(f"{where}: no instructors or graders: nobody could release or grade it")
     both = set(course.staff) & set(course.students)
@@ -142,6 +190,86 @@ def _course(path: Path, base: Path, n: int, entry) -> Course:
     if account in course.staff + course.students:
         raise HubSettingsError(f"{where}: its account {account!r} is a service account, not a person of the course")
     return course
+
+
+def _text(where: str, table: dict, key: str) -> str | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise HubSettingsError(f"{where}: `{key}` = {value!r} is not a non-empty string")
+    return value
+
+
+def _url(where: str, table: dict, key: str) -> str | None:
+    """An https address (http only on loopback, as a test platform is)."""
+    value = _text(where, table, key)
+    if value is None:
+        return None
+    u = urlparse(value)
+    loopback = u.hostname in ("127.0.0.1", "localhost", "::1")
+    if u.scheme != "https" and not (u.scheme == "http" and loopback) or not u.hostname:
+        raise HubSettingsError(f"{where}: `{key}` = {value!r} is not an https:// address (http:// only on loopback)")
+    return value
+
+
+LTI_KEYS = {"issuer", "client_id", "deployment_ids", "jwks_url", "auth_url", "token_url", "private_key", "users"}
+
+
+def _lti(path: Path, base: Path, table) -> LtiSettings:
+    where = f"{path}: [lti]"
+    if not isinstance(table, dict):
+        raise HubSettingsError(f"{where}: a table")
+    unknown = set(table) - LTI_KEYS
+    if unknown:
+        raise HubSettingsError(f"{where}: unknown key(s) {sorted(unknown)} (it takes {', '.join(sorted(LTI_KEYS))})")
+    for key in ("issuer", "client_id", "jwks_url", "auth_url"):
+        if key not in table:
+            raise HubSettingsError(f"{where}: `{key}` is missing (the platform's {LTI_NEEDS[key]})")
+    deployments = table.get("deployment_ids")
+    if not isinstance(deployments, list) or not deployments or not all(isinstance(d, str) and d for d in deployments):
+        raise HubSettingsError(f"{where}: `deployment_ids` is a non-empty list of the platform's deployment ids "
+                               "(strings): a launch from any other deployment is refused")
+    users = table.get("users", {})
+    if not isinstance(users, dict) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in users.items()):
+        raise HubSettingsError(f"{where}.users: a table of \"<LMS user id>\" = \"<account>\"")
+    for sub, account in users.items():
+        if not ACCOUNT.match(account):
+            raise HubSettingsError(f"{where}.users: {sub!r} = {account!r}, which is not an account name")
+    twice = sorted({a for a in users.values() if list(users.values()).count(a) > 1})
+    if twice:
+        raise HubSettingsError(f"{where}.users: {twice} are named for more than one LMS user (one each: the AGS "
+                               "scores go to that user)")
+    key = table.get("private_key")
+    return LtiSettings(_text(where, table, "issuer"), _text(where, table, "client_id"), tuple(deployments),
+                       _url(where, table, "jwks_url"), _url(where, table, "auth_url"), _url(where, table, "token_url"),
+                       _path(base, key, f"{where}: `private_key`") if key is not None else None, dict(users))
+
+
+LTI_NEEDS = {"issuer": "issuer (the id_token's `iss`)", "client_id": "client id for this tool (the id_token's `aud`)",
+             "jwks_url": "public keyset URL", "auth_url": "OIDC authorization (authentication request) URL"}
+
+
+def _check_lti(settings: HubSettings) -> None:
+    path = settings.path
+    if settings.lti is None:
+        odd = [c.id for c in settings.courses if c.lti_context or c.lti_lineitems]
+        if odd:
+            raise HubSettingsError(f"{path}: course(s) {odd} name an LMS course (lti_context, lti_lineitems) "
+                                   "but the file has no [lti] table")
+        return
+    missing = [c.id for c in settings.courses if not c.lti_context]
+    if missing:
+        raise HubSettingsError(f"{path}: course(s) {missing}: `lti_context` is missing (the LMS course's context id; "
+                               "with [lti] people arrive from the LMS, so a course without one could not be entered)")
+    contexts = [c.lti_context for c in settings.courses]
+    twice = sorted({x for x in contexts if contexts.count(x) > 1})
+    if twice:
+        raise HubSettingsError(f"{path}: lti_context {twice} is named by more than one course")
+    people = set(settings.people)
+    strangers = sorted(f"{sub!r} = {a!r}" for sub, a in settings.lti.users.items() if a not in people)
+    if strangers:
+        raise HubSettingsError(f"{path}: [lti.users] {', '.join(strangers)}: no course names that account")
 
 
 def load_settings(path: str | Path) -> HubSettings:
@@ -154,9 +282,10 @@ def load_settings(path: str | Path) -> HubSettings:
         raise HubSettingsError(f"{path}: not valid TOML ({e})") from None
     base = path.parent.parent
     hub = data.get("hub", {})
-    unknown = set(data) - {"hub", "course"}
+    unknown = set(data) - {"hub", "course", "lti"}
     if unknown:
-        raise HubSettingsError(f"{path}: unknown table(s) {sorted(unknown)} (the file has [hub] and [[course]])")
+        raise HubSettingsError(f"{path}: unknown table(s) {sorted(unknown)} (the file has [hub], [[course]] and "
+                               "optionally [lti])")
     if not isinstance(hub, dict) or set(hub) - {"url", "state", "exchange"}:
         raise HubSettingsError(f"{path}: [hub] takes url, state and exchange"
                                + (f", not {sorted(set(hub) - {'url', 'state', 'exchange'})}" if isinstance(hub, dict) else ""))
@@ -178,7 +307,9 @@ def load_settings(path: str | Path) -> HubSettings:
         if owner:
             raise HubSettingsError(f"{path}: course {course.id!r}: account {course.account!r} already owns course {owner!r}")
         courses.append(course)
-    settings = HubSettings(path, url.rstrip("/"), state, exchange, tuple(courses))
+    lti = _lti(path, base, data["lti"]) if "lti" in data else None
+    settings = HubSettings(path, url.rstrip("/"), state, exchange, tuple(courses), lti)
+    _check_lti(settings)
     clash = set(settings.people) & set(settings.course_accounts)
     if clash:
         raise HubSettingsError(f"{path}: {sorted(clash)} own a course and also log in: use another account to log in")

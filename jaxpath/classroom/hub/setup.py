@@ -261,6 +261,33 @@ def _jupyter_config(settings: HubSettings) -> dict[str, str]:
     return dirs
 
 
+def hub_data(settings: HubSettings, ports: dict[str, int], jupyter: dict[str, str], view: dict | None) -> dict:
+    """What `<state>/hub.json` holds: what deploy/jupyterhub_config.py reads (ports, paths, courses, people, [lti])."""
+    bindir = Path(sys.prefix) / "bin"
+    return {
+        "url": settings.url,
+        "state": str(settings.state),
+        "exchange": str(settings.exchange),
+        "ports": ports,
+        "proxy": [shutil.which("node") or "node", str(PROXY.resolve())],
+        "singleuser": str(bindir / "jupyterhub-singleuser"),
+        "path": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
+        "jupyter_config": jupyter,
+        "python_view": view,
+        "courses": [{"id": c.id, "title": c.title, "directory": str(settings.course_dir(c.id)), "account": c.account,
+                     "staff": list(c.staff), "instructors": list(c.instructors), "graders": list(c.graders),
+                     "students": list(c.students), "service_url": f"http://127.0.0.1:{ports[f'service:{c.id}']}",
+                     "lti_context": c.lti_context}
+                    for c in settings.courses],
+        "people": list(settings.people),
+        # with an [lti] table, people arrive from the LMS (deploy/jupyterhub_config.py, jaxpath/classroom/hub/lti.py)
+        "lti": None if settings.lti is None else {
+            "issuer": settings.lti.issuer, "client_id": settings.lti.client_id,
+            "deployment_ids": list(settings.lti.deployment_ids), "jwks_url": settings.lti.jwks_url,
+            "auth_url": settings.lti.auth_url, "users": settings.lti.users},
+    }
+
+
 def prepare(settings: HubSettings, *, create_accounts: bool = False) -> Prepared:
     check_host(settings)
     view = python_view(settings)  # before anything is made: says why accounts could not run Python here
@@ -273,22 +300,6 @@ def prepare(settings: HubSettings, *, create_accounts: bool = False) -> Prepared
     # the ports of the last run when they are still free (a bookmark of a service keeps working), else new ones
     keys = ["hub", "proxy_api", *(f"service:{c.id}" for c in settings.courses)]
     ports = {k: p if (p := old.get("ports", {}).get(k)) and port_free(p) else free_port() for k in keys}
-    bindir = Path(sys.prefix) / "bin"
-    data = {
-        "url": settings.url,
-        "state": str(settings.state),
-        "exchange": str(settings.exchange),
-        "ports": ports,
-        "proxy": [shutil.which("node") or "node", str(PROXY.resolve())],
-        "singleuser": str(bindir / "jupyterhub-singleuser"),
-        "path": f"{bindir}:/usr/local/bin:/usr/bin:/bin",
-        "jupyter_config": jupyter,
-        "python_view": view,
-        "courses": [{"id": c.id, "title": c.title, "directory": str(settings.course_dir(c.id)), "account": c.account,
-                     "staff": list(c.staff), "instructors": list(c.instructors), "graders": list(c.graders),
-                     "students": list(c.students), "service_url": f"http://127.0.0.1:{ports[f'service:{c.id}']}"}
-                    for c in settings.courses],
-        "people": list(settings.people),
-    }
+    data = hub_data(settings, ports, jupyter, view)
     _write(out.hub_json, json.dumps(data, indent=1))
     return out
