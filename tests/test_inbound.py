@@ -136,17 +136,19 @@ def test_collect_until_wakes_on_each_new_submission_and_ends_at_the_stop_file(tm
     (ex / "course/inbound").mkdir(parents=True)
     stop = tmp_path / "stop"
     rounds: queue.Queue = queue.Queue()
-    loop = threading.Thread(target=collect_until, args=(ex, "course", "part", root, stop),
+    loop = threading.Thread(target=collect_until, args=(ex, "course", "part", root, stop), daemon=True,
                             kwargs={"due_of": lambda: None, "on_round": lambda a, b, r: rounds.put(r)})
     loop.start()
-    assert not rounds.get(timeout=60).collected  # the first round: nothing yet
-    entry(ex, "ada", "2026-01-01 10:00:00.000000 UTC", body="ada's")
-    got = []
-    while not got:  # each change wakes a round; the one after the entry became whole collects it
-        got = rounds.get(timeout=60).collected
-    assert [e.student for e in got] == ["ada"]
-    stop.write_text("")
-    loop.join(timeout=60)
+    try:
+        assert not rounds.get(timeout=60).collected  # the first round: nothing yet
+        entry(ex, "ada", "2026-01-01 10:00:00.000000 UTC", body="ada's")
+        got = []
+        while not got:  # each change wakes a round; the one after the entry became whole collects it
+            got = rounds.get(timeout=60).collected
+        assert [e.student for e in got] == ["ada"]
+    finally:  # a failed assertion must not leave the loop waiting on inotify: it would hold pytest at exit
+        stop.write_text("")
+        loop.join(timeout=60)
     assert not loop.is_alive()
     assert (root / "submitted/ada/part/01.ipynb").read_text() == "ada's"
 

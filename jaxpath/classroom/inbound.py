@@ -277,9 +277,12 @@ def collect_until(exchange: Path, course_id: str, part: str, course_root: Path, 
     fd = _watch([inbound, stop.parent])
     try:
         while True:
-            stopping = stop.exists()
             while readable([fd], 0):  # what happened so far, this round sees
                 os.read(fd, 65536)
+            # Only after the events are read: a stop file made before this line is seen now, one made after it
+            # leaves an event that ends the wait below. (Read before, a stop file made in between had its event
+            # read here and the loop waited for ever.)
+            stopping = stop.exists()
             start = time.time()
             report = collect_inbound(exchange, course_id, part, course_root, rule=rule, due=due_of())
             on_round(start, time.time(), report)
