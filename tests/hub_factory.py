@@ -58,18 +58,21 @@ class HubUnderTest:
         return self.settings.course_dir(course_id)
 
 
+
+def can_run_in_browser() -> str | None:
+    """Why the hub cannot be run here and driven in chromium, or None."""
+    from site_factory import CHROMIUM
+
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
+    return can_run()
+
+
 def _lti_text(prefix: str, platform) -> str:
     """hub.toml's [lti] for the test platform: each person's LMS user is `sub-<role>`."""
     users = "\n".join(f'"sub-{role}" = "{prefix}-{role}"' for role in ("ins", "grader", "s1", "s2"))
     return f"""
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{platform.client_id}"
-deployment_ids = ["{platform.deployment_id}"]
-jwks_url = "{platform.jwks_url}"
-auth_url = "{platform.auth_url}"
-token_url = "{platform.token_url}"
-
+{platform.lti_table()}
 [lti.users]
 {users}
 """

@@ -47,14 +47,7 @@ def settings_text(state: Path, course: Path, platform, port: int, users: dict[st
 url = "http://127.0.0.1:{port}"
 state = "{state}"
 
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{platform.client_id}"
-deployment_ids = ["{platform.deployment_id}"]
-jwks_url = "{platform.jwks_url}"
-auth_url = "{platform.auth_url}"
-token_url = "{platform.token_url}"
-
+{platform.lti_table()}
 [lti.users]
 {mapped}
 

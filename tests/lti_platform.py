@@ -111,6 +111,14 @@ class Platform:
     def token_url(self) -> str:
         return f"{self.url}/token"
 
+    def lti_table(self, **extra: object) -> str:
+        """hub.toml's `[lti]` table for this platform (its keys and URLs), with `extra` keys (`private_key`)."""
+        lines = [f'issuer = "{self.issuer}"', f'client_id = "{self.client_id}"',
+                 f'deployment_ids = ["{self.deployment_id}"]', f'jwks_url = "{self.jwks_url}"',
+                 f'auth_url = "{self.auth_url}"', f'token_url = "{self.token_url}"']
+        lines += [f'{key} = "{value}"' for key, value in extra.items()]
+        return "[lti]\n" + "\n".join(lines) + "\n"
+
     def lineitems_url(self, context: str) -> str:
         return f"{self.url}/courses/{context}/lineitems"
 

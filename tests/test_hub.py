@@ -216,12 +216,9 @@ def test_the_jupyterhub_config_gives_each_course_its_groups_roles_and_formgrader
 # -- the loop across real accounts, in a browser -----------------------------------------------------------
 
 def _why_not() -> str | None:
-    from hub_factory import can_run
-    from site_factory import CHROMIUM
+    from hub_factory import can_run_in_browser
 
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
-    return can_run()
+    return can_run_in_browser()
 
 
 @pytest.mark.browser

@@ -237,15 +237,7 @@ def sample(tmp_path):
     settings.write_text(f"""
 [hub]
 state = "{tmp_path / 'state'}"
-[lti]
-issuer = "{platform.issuer}"
-client_id = "{platform.client_id}"
-deployment_ids = ["{platform.deployment_id}"]
-jwks_url = "{platform.jwks_url}"
-auth_url = "{platform.auth_url}"
-token_url = "{platform.token_url}"
-private_key = "{tmp_path / 'secrets' / 'lti-tool.pem'}"
-[lti.users]
+{platform.lti_table(private_key=tmp_path / 'secrets' / 'lti-tool.pem')}[lti.users]
 {users}
 [[course]]
 id = "jax-path"
@@ -463,12 +455,9 @@ def test_the_launch_cookies_cross_sites_on_https():
 # -- the launch in a browser, into a real hub ------------------------------------------------------------------
 
 def _why_no_hub() -> str | None:
-    from hub_factory import can_run
-    from site_factory import CHROMIUM
+    from hub_factory import can_run_in_browser
 
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (Debian: apt-get install chromium)"
-    return can_run()
+    return can_run_in_browser()
 
 
 @pytest.mark.browser
