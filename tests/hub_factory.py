@@ -58,7 +58,6 @@ class HubUnderTest:
         return self.settings.course_dir(course_id)
 
 
-
 def can_run_in_browser() -> str | None:
     """Why the hub cannot be run here and driven in chromium, or None."""
     from site_factory import CHROMIUM

@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hub_factory import can_run_in_browser
 
 from jaxpath.classroom.hub import HubSettingsError, HubSetupError, load_settings
 from jaxpath.classroom.hub.process import hub_command
@@ -215,16 +216,10 @@ def test_the_jupyterhub_config_gives_each_course_its_groups_roles_and_formgrader
 
 # -- the loop across real accounts, in a browser -----------------------------------------------------------
 
-def _why_not() -> str | None:
-    from hub_factory import can_run_in_browser
-
-    return can_run_in_browser()
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.full
-@pytest.mark.skipif(_why_not() is not None, reason=str(_why_not()))
+@pytest.mark.skipif(can_run_in_browser() is not None, reason=str(can_run_in_browser()))
 def test_the_course_loop_on_a_real_hub(tmp_path, request, chromium):
     from hub_factory import TIMEOUT_MS, Person, Shots, Steps, course_hub
     from playwright.sync_api import expect

@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from hub_factory import can_run_in_browser
 from lti_platform import INSTRUCTOR, LEARNER, TA, Platform
 
 from jaxpath.classroom.hub import HubSettingsError, load_settings
@@ -454,16 +455,10 @@ def test_the_launch_cookies_cross_sites_on_https():
 
 # -- the launch in a browser, into a real hub ------------------------------------------------------------------
 
-def _why_no_hub() -> str | None:
-    from hub_factory import can_run_in_browser
-
-    return can_run_in_browser()
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.full
-@pytest.mark.skipif(_why_no_hub() is not None, reason=str(_why_no_hub()))
+@pytest.mark.skipif(can_run_in_browser() is not None, reason=str(can_run_in_browser()))
 def test_a_student_and_an_instructor_arrive_from_the_lms(tmp_path, request, chromium):
     """The hub as `jaxpath hub` runs it, with [lti] (tests/hub_factory.py's two courses, real accounts): the
     instructor and a student open the LMS's link in chromium and land in their JupyterLab; the instructor opens the
