@@ -52,14 +52,15 @@ sample: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not full" --durations=25
 
-# Everything: `make test`, then the tier marked `full` (every chapter proven from scratch and compared with its committed
-# proof, the hostile corpus at the two other isolation levels, the SIGKILL and Ctrl-C runs, every chapter's reference
-# solutions graded). Nothing runs only here by accident:
-# `full` is the one marker `make test` deselects.
-test-all: test
+# Everything: what `make test` runs and the tier marked `full` (every chapter proven from scratch and compared with
+# its committed proof, the hostile corpus at the two other isolation levels, the SIGKILL and Ctrl-C runs, every
+# chapter's reference solutions graded), in ONE run of the two workers, the longest tests first
+# (tests/durations.json), so that neither tier's last long test leaves a worker idle. Nothing runs only here by
+# accident: `full` is the one marker `make test` deselects.
+test-all: $(STAMP)
 	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(HUB_PROXY); \
 	  else echo "npm is missing: tests/test_hub.py's hub test will skip (Debian: apt-get install npm)"; fi
-	$(BIN)/python -m pytest -n $(JOBS) -m full --durations=25
+	$(BIN)/python -m pytest -n $(JOBS) --durations=25
 
 # Everything that starts no kernel, no grader and no browser (about 20 s): the quick loop while working on
 # jaxpath, ruff and the import-linter contracts of jaxpath/'s layers included (tests/test_layers.py), and the check

@@ -25,39 +25,72 @@ scheduler runs in pytest-xdist's controller, which sees node ids, not fixtures: 
 stops the run when a test uses such a fixture from outside these prefixes.)"""
 
 
+DURATIONS = Path(__file__).with_name("durations.json")
+"""Seconds each test took (setup, call and teardown) in one whole `make test-all` on 2 cores
+(`JAXPATH_RECORD_DURATIONS=tests/durations.json make test-all` writes it again). Only the order the workers
+take the tests in reads it, so a stale or missing entry makes a run slower, never wrong: a test it does not
+know counts as 30 s when marked `slow`, 0.5 s otherwise."""
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test goes in: itself, except that the tests of a test class go together, one unit per
+    parameter (`tests/test_hostile.py::TestCorpus::test_x[host]` is in the unit `TestCorpus[host]`), and the
+    tests of a SHARED_UNITS fixture go together. A class is how a module here says "these tests share one
+    expensive module fixture" (a graded class, a graded corpus per isolation level): each unit runs on one
+    worker, so that fixture is built once."""
+    for fixture, prefixes in SHARED_UNITS.items():
+        if nodeid.startswith(prefixes):
+            return fixture
+    path, *names = nodeid.split("::")
+    if len(names) < 2:  # a function of a module: a unit of its own
+        return nodeid
+    test = names[-1]
+    return f"{path}::{names[0]}{test[test.index('['):] if '[' in test else ''}"
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """How `make test` (pytest -n) hands tests to its workers: one test at a time, except that the tests of a
-    test class go together, one unit per parameter (`tests/test_hostile.py::TestCorpus::test_x[host]` is in the
-    unit `TestCorpus[host]`). A class is how a module here says "these tests share one expensive module
-    fixture" (a graded class, a graded corpus per isolation level): each unit runs on one worker, so that
-    fixture is built once. (pytest-xdist's own `xdist_group` marks do nothing under pytest 9.2: its
-    loadgroup renames `item._nodeid`, which pytest 9 no longer reads, so every worker graded each batch.)"""
+    """How `make test` (pytest -n) hands tests to its workers: a unit (`unit_of`) at a time, in the order
+    `pytest_collection_modifyitems` leaves them (pytest-xdist's own reordering, by the number of tests in a
+    unit, is switched off). (pytest-xdist's `xdist_group` marks do nothing under pytest 9.2: its loadgroup
+    renames `item._nodeid`, which pytest 9 no longer reads, so every worker graded each batch.)"""
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False
 
     class ClassUnits(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            for fixture, prefixes in SHARED_UNITS.items():
-                if nodeid.startswith(prefixes):
-                    return fixture
-            path, *names = nodeid.split("::")
-            if len(names) < 2:  # a function of a module: a unit of its own
-                return nodeid
-            test = names[-1]
-            return f"{path}::{names[0]}{test[test.index('['):] if '[' in test else ''}"
+            return unit_of(nodeid)
 
     return ClassUnits(config, log)
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The tests that run kernels, nbgrader or a browser (marked `slow`) first, the quick ones after them: two
-    workers then finish together instead of one waiting out a long test that started last. (The sort is stable,
-    so a class's tests stay together and in order.)"""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The longest units first (by tests/durations.json), so that the two workers finish together instead of one
+    waiting out a long test that started last: the classic longest-processing-time-first rule. The sort is
+    stable, so a class's tests stay together and in order."""
+    import json
+
+    known = json.loads(DURATIONS.read_text(encoding="utf-8")) if DURATIONS.exists() else {}
+    weight: dict[str, float] = {}
+    for item in items:
+        guess = 30.0 if item.get_closest_marker("slow") is not None else 0.5
+        unit = unit_of(item.nodeid)
+        weight[unit] = weight.get(unit, 0.0) + known.get(item.nodeid, guess)
+    items.sort(key=lambda item: (-weight[unit_of(item.nodeid)], unit_of(item.nodeid)))
     stray = [item.nodeid for item in items for fixture, prefixes in SHARED_UNITS.items()
              if fixture in getattr(item, "fixturenames", ()) and not item.nodeid.startswith(prefixes)]
     if stray:
         raise pytest.UsageError(f"these tests use a fixture of SHARED_UNITS (tests/conftest.py) but are not in its unit, "
                                 f"so another worker would build it again: {stray}")
+
+
+def pytest_runtest_logreport(report):
+    """With `JAXPATH_RECORD_DURATIONS` set: each test's seconds, summed over its phases (see DURATIONS)."""
+    if os.environ.get("JAXPATH_RECORD_DURATIONS"):
+        _spent[report.nodeid] = _spent.get(report.nodeid, 0.0) + report.duration
+
+
+_spent: dict[str, float] = {}
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -231,6 +264,11 @@ def pytest_sessionfinish(session, exitstatus):
     site_factory.remove_built_sites()  # this process's own (a worker's, or a run without workers)
     if hasattr(session.config, "workerinput"):
         return
+    if os.environ.get("JAXPATH_RECORD_DURATIONS") and _spent:
+        import json
+
+        Path(os.environ["JAXPATH_RECORD_DURATIONS"]).write_text(
+            json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=0) + "\n", encoding="utf-8")
     site_factory.remove_shared_site()  # the one the run's processes shared, once none of them is left
     if _RUN not in session.config.stash or exitstatus not in (0, 1):
         return
