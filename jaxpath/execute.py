@@ -147,13 +147,25 @@ class Session:
         except Exception:
             pass
         finally:
-            # nbclient does not shut down a kernel manager it did not create.
+            # nbclient neither stops the client's channels nor shuts down a kernel manager it did not create
+            # (its `cleanup_kc` follows `owns_km`). Channels left running keep a heartbeat thread per kernel
+            # polling a socket that the garbage collector later closes under it, and ZeroMQ aborts the whole
+            # process on that (a pytest worker that had run about a hundred kernels died so).
+            self._stop_channels()
             try:
                 if self.km.has_kernel:
                     run_sync(self.km.shutdown_kernel)(now=True)
             except Exception:
                 pass
             shutil.rmtree(self._sockdir, ignore_errors=True)
+
+    def _stop_channels(self) -> None:
+        kc, self.client.kc = getattr(self.client, "kc", None), None
+        if kc is not None:
+            try:
+                kc.stop_channels()
+            except Exception:
+                pass
 
     def _execute(self, cell, index: int) -> CellOutcome:
         if self.dead:

@@ -68,6 +68,21 @@ def test_an_error_nobody_sees_still_fails(tmp_path):
         assert [o["ename"] for o in nb.cells[0].outputs if o["output_type"] == "error"] == [HIDDEN_ERROR]
 
 
+def test_a_session_leaves_no_thread_running(tmp_path):
+    """Every thread a Session starts (the kernel client's channels, the heartbeat's among them) has ended when
+    it closes: a heartbeat thread left polling a socket the garbage collector closes aborts the process."""
+    import threading
+
+    before = set(threading.enumerate())
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
+    with Session(nb, tmp_path, timeout=60) as s:
+        assert s.run(0).ok
+        started = set(threading.enumerate()) - before
+        assert any(type(t).__name__ == "HBChannel" for t in started), started  # what the check below is about
+    left = [t for t in started if t.is_alive()]
+    assert not left, f"threads still running after the session closed: {left}"
+
+
 def test_output_is_capped_per_cell(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(4000):\n    print('x' * 2000)")])
     with Session(nb, tmp_path, timeout=60) as s:
