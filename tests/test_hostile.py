@@ -176,6 +176,8 @@ def _grade_corpus(level: str, tmp_path_factory):
     cases = hostile_corpus.build(rel, correct, str(root), port)
     if level != "host":
         cases = [c for c in cases if c.kind in CONTAINED]
+    elif not SANDBOX:  # no walls can be built here: the cases that attack the host (write into /usr and /etc,
+        cases = [c for c in cases if c.kind != "hostile"]  # fill the disk, fork) are not run on it
     for case in cases:
         path = submit(root, case.student, hostile_corpus.PART, case.name, case.notebook, raw=case.raw,
                       timestamp=case.timestamp)
