@@ -9,6 +9,7 @@ test's own tmp_path is in root's 0700 pytest folder, which no account could ente
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import pwd
 import re
@@ -58,8 +59,10 @@ class HubUnderTest:
         return self.settings.course_dir(course_id)
 
 
+@functools.cache
 def can_run_in_browser() -> str | None:
-    """Why the hub cannot be run here and driven in chromium, or None."""
+    """Why the hub cannot be run here and driven in chromium, or None (probed once per process: the tests
+    skip on it at collection)."""
     from site_factory import CHROMIUM
 
     if not CHROMIUM.exists():

@@ -73,12 +73,14 @@ def test_a_session_leaves_no_thread_running(tmp_path):
     it closes: a heartbeat thread left polling a socket the garbage collector closes aborts the process."""
     import threading
 
+    from jupyter_client.channels import HBChannel
+
     before = set(threading.enumerate())
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")])
     with Session(nb, tmp_path, timeout=60) as s:
         assert s.run(0).ok
         started = set(threading.enumerate()) - before
-        assert any(type(t).__name__ == "HBChannel" for t in started), started  # what the check below is about
+        assert any(isinstance(t, HBChannel) for t in started), started  # what the check below is about
     left = [t for t in started if t.is_alive()]
     assert not left, f"threads still running after the session closed: {left}"
 
