@@ -113,7 +113,7 @@ def shared_compile_cache(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def chromium():
+def chromium_browser():
     """Debian's chromium, headless, driven by Playwright: ONE per test process, which every browser test shares
     (each opens its own context or page). Playwright's sync API runs an event loop for as long as it is started,
     so a second `sync_playwright()` in the same process fails ("using Playwright Sync API inside the asyncio
@@ -129,6 +129,21 @@ def chromium():
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+def chromium(chromium_browser):
+    """The process's chromium, for one test, which must close every page and context it opens: a page left open
+    keeps running in the shared browser until the test process ends (JupyterLab's pages poll their server and,
+    once it is gone, retry and redraw; found when the hub tests' four JupyterLab pages kept chromium's GPU
+    process at about a fifth of a core for the rest of a `make test-all`). What a test leaves is closed here,
+    and the test errors, naming how many."""
+    yield chromium_browser
+    left = list(chromium_browser.contexts)
+    for context in left:
+        context.close()
+    assert not left, (f"the test left {len(left)} browser context(s) open in the shared chromium: close each page and "
+                      "context it opens (Person is a context manager; a page of browser.new_page() closes its context)")
 
 
 @pytest.fixture(scope="session")

@@ -258,4 +258,12 @@ class Person:
     def close(self) -> None:
         self.context.close()
 
+    def __enter__(self) -> "Person":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Close the browser context: a JupyterLab page left open keeps polling its server, and once the hub is
+        gone, retrying and redrawing, a few percent of a core each until the test process ends."""
+        self.close()
+
 

@@ -13,6 +13,7 @@ cannot be opened, and only their own course is listed (the second course is anot
 grader of one course cannot open the other's formgrader. Screenshots: build/screenshots/<test>/."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
@@ -226,9 +227,9 @@ def test_the_course_loop_on_a_real_hub(tmp_path, request, chromium):
 
     expect.set_options(timeout=TIMEOUT_MS)
     shots, steps = Shots(tmp_path, request.node.name), Steps(tmp_path)
-    with course_hub(tmp_path) as hut:
+    with course_hub(tmp_path) as hut, contextlib.ExitStack() as browsers:  # each person's browser closed before the hub
         steps("accounts made, hub started")
-        _loop(hut, chromium, shots, steps, Person, expect)
+        _loop(hut, chromium, shots, steps, lambda *a: browsers.enter_context(Person(*a)), expect)
 
 
 ANSWERS = {"s1": {"double": "return 2 * x", "square": "return x * x", "halve": "return x / 2"},

@@ -12,6 +12,7 @@ verifies the tool's client assertion, AGS line items and scores that it records)
   rerun with no score sent twice, the dry run sends nothing, the key's permissions."""
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -470,10 +471,10 @@ def test_a_student_and_an_instructor_arrive_from_the_lms(tmp_path, request, chro
 
     expect.set_options(timeout=TIMEOUT_MS)
     shots, steps = Shots(tmp_path, request.node.name), Steps(tmp_path)
-    with Platform() as platform, course_hub(tmp_path, platform) as hut:
+    with Platform() as platform, course_hub(tmp_path, platform) as hut, contextlib.ExitStack() as browsers:
         steps("accounts made, hub started")
-        ins = Person(chromium, hut, "ins").launch(platform, "ctx-demo", [INSTRUCTOR])
-        s1 = Person(chromium, hut, "s1").launch(platform, "ctx-demo", [LEARNER])
+        ins = browsers.enter_context(Person(chromium, hut, "ins")).launch(platform, "ctx-demo", [INSTRUCTOR])
+        s1 = browsers.enter_context(Person(chromium, hut, "s1")).launch(platform, "ctx-demo", [LEARNER])
         ins.wait_for_lab()
         s1.wait_for_lab()
         shots(s1.page, "student-arrived-from-the-lms")

@@ -30,7 +30,7 @@ def site():
     return real_site()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def browser(chromium):
     return chromium
 
