@@ -21,7 +21,7 @@ from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 from .files import private_temp_dir
 from .kernel import source as kernel_source
-from .texts import CELL_TIMEOUT, HIDDEN_ERROR, HIDDEN_ERROR_WHY, cell_timeout, error_output
+from .texts import CELL_TIMEOUT, HIDDEN_ERROR, HIDDEN_ERROR_WHY, OUTPUT_LOST, cell_timeout, error_output, output_lost
 
 
 @dataclass
@@ -58,6 +58,10 @@ def kernel_env() -> dict:
     return env
 
 
+IOPUB_TIMEOUT = 10
+"""Seconds a cell's output may lag behind its execute reply (nbclient's default is 4). A cell whose output
+has not ended by then fails (OUTPUT_LOST) instead of passing with the output it has."""
+
 MAX_CELL_OUTPUT = 2 * 2**20
 """Bytes of output one cell keeps (stream text and displays); an error output is always kept."""
 
@@ -92,6 +96,18 @@ class _CappedClient(NotebookClient):
     def reset_output_count(self, cell_index: int) -> None:
         getattr(self, "_jaxpath_used", {}).pop(cell_index, None)
 
+    complete: int | None = None
+    """The index of the last cell whose output ended (its `status: idle` arrived on IOPub). nbclient waits
+    `iopub_timeout` seconds for it after the execute reply, then goes on with whatever output it has, and a
+    test cell whose output (its error, or the score it ends in) never arrived would count as passed: after a
+    cell that printed without end was interrupted, the IOPub backlog held back the next cell's output so (a
+    hostile case got full marks on a loaded machine)."""
+
+    def process_message(self, msg, cell, cell_index):
+        if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+            self.complete = cell_index
+        return super().process_message(msg, cell, cell_index)
+
 
 class Session:
     """A kernel running one notebook cell by cell.
@@ -119,6 +135,7 @@ class Session:
             # outputs of the cells after it.)
             interrupt_on_timeout=True,
             error_on_timeout=cell_timeout(timeout),
+            iopub_timeout=IOPUB_TIMEOUT,
             resources={"metadata": {"path": str(cwd)}})
         self._ctx = None
         self.dead = False
@@ -172,6 +189,7 @@ class Session:
             return CellOutcome(False, dead=True)
         t0 = time.perf_counter()
         self._reply_status = None
+        self.client.complete = None
         try:
             self.client.execute_cell(cell, index)
         except CellTimeoutError as e:
@@ -186,6 +204,10 @@ class Session:
         if self._reply_status == "aborted":
             # The kernel skipped the cell (it drops requests queued behind an error): never a pass.
             return CellOutcome(False, "Aborted", "the kernel aborted this cell without running it", seconds=dt)
+        if self._reply_status is not None and self.client.complete != index:  # it ran, but its output never ended
+            cell.outputs.append(error_output(OUTPUT_LOST, output_lost(self.client.iopub_timeout)))
+            return CellOutcome(False, OUTPUT_LOST, output_lost(self.client.iopub_timeout), seconds=dt,
+                               reply=self._reply_status)
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 return CellOutcome(False, out.get("ename", ""), out.get("evalue", ""),

@@ -62,6 +62,13 @@ def cell_timeout(seconds: float, traceback: bool = True) -> dict:
 HIDDEN_ERROR = "HiddenError"
 HIDDEN_ERROR_WHY = "the cell raised an exception, but no error was displayed (the notebook hides its errors)"
 
+OUTPUT_LOST = "OutputLost"
+
+
+def output_lost(seconds: float) -> str:
+    return (f"the cell finished, but its output did not arrive within {seconds} s (the kernel was still sending an "
+            "earlier cell's output): what it displayed, a score included, is unknown, so it counts as failed")
+
 
 # --- the reasons of a notebook's status ------------------------------------------------------------------
 

@@ -85,6 +85,27 @@ def test_a_session_leaves_no_thread_running(tmp_path):
     assert not left, f"threads still running after the session closed: {left}"
 
 
+def test_a_cell_whose_output_never_arrives_fails(tmp_path):
+    """A cell whose output does not end within the IOPub wait after its reply fails, saying so, instead of passing
+    with what arrived: a test cell's score held back behind an earlier cell's flood of output counted as full marks
+    (nbgrader scores a test cell without an error as passed). Here the cell's messages are never processed, as if
+    still queued: the wait runs out by construction."""
+    from jaxpath.texts import OUTPUT_LOST
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("print('checked')\n0.5")])
+    with Session(nb, tmp_path, timeout=60) as s:
+        s.client.iopub_timeout = 1
+        process = s.client.process_message
+        s.client.process_message = lambda msg, cell, i: None if i == 1 else process(msg, cell, i)
+        assert s.run(0).ok
+        out = s.run(1)
+        s.client.process_message = process
+        assert s.run(0).ok  # the session goes on
+    assert not out.ok and out.error_name == OUTPUT_LOST and out.reply == "ok", out
+    assert [o["ename"] for o in nb.cells[1].outputs if o["output_type"] == "error"] == [OUTPUT_LOST]
+
+
 def test_output_is_capped_per_cell(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(4000):\n    print('x' * 2000)")])
     with Session(nb, tmp_path, timeout=60) as s:
