@@ -20,8 +20,9 @@ from jaxpath import Config
 from jaxpath.authoring.proofs import proof_path
 from jaxpath.classroom.feedback import feedback
 from jaxpath.classroom.sample import answers_from_source, copy_proof, partly_wrong, submission, submit
-from jaxpath.config import ensure_venv_on_path, nbgrader_config
+from jaxpath.config import nbgrader_config
 from jaxpath.grade import Limits, grade, sandbox_problem
+from jaxpath.gradebooks import prepare_nbgrader
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade, pytest.mark.chapters, pytest.mark.full]
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +38,7 @@ def test_reference_solutions_grade_clean(part, tmp_path):
         shutil.copy(ROOT / name, dest / name)
     shutil.copytree(ROOT / "source" / part, dest / "source" / part)
     (dest / "gradebook").mkdir()
-    ensure_venv_on_path()
+    prepare_nbgrader()
     result = NbGraderAPI(config=nbgrader_config(dest)).generate_assignment(part, force=True, create=True)
     assert result.get("success"), result.get("error")
     chapters = sorted(p.stem for p in (dest / "source" / part).glob("*.ipynb"))

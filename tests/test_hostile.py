@@ -26,9 +26,10 @@ from jaxpath import Config
 from jaxpath.authoring.chapter import is_answer, solution_source
 from jaxpath.classroom.feedback import feedback
 from jaxpath.classroom.sample import submit
-from jaxpath.config import ensure_venv_on_path, nbgrader_config
+from jaxpath.config import nbgrader_config
 from jaxpath.grade import Limits, grade, sandbox_problem
 from jaxpath.grade.record import Status
+from jaxpath.gradebooks import prepare_nbgrader
 
 pytestmark = [pytest.mark.slow, pytest.mark.grade]
 ROOT = Path(__file__).resolve().parents[1]
@@ -91,7 +92,7 @@ def scratch_course(dest: Path, chapter: str = hostile_corpus.CHAPTER, exercises_
                     if c.cell_type == "markdown" or i == first_code or c.metadata.get("nbgrader")]
         nbformat.write(nb, path)
     (dest / "gradebook").mkdir()
-    ensure_venv_on_path()
+    prepare_nbgrader()
     result = NbGraderAPI(config=nbgrader_config(dest)).generate_assignment(part, force=True, create=True)
     assert result.get("success"), result.get("error")
     return dest

@@ -12,7 +12,7 @@ from conftest import ROOT
 FLOWS = {"cli", "classroom", "learner", "authoring", "grade"}
 """The packages a person works in: the command line, running a class, the learner's side, writing the course,
 grading."""
-LEAVES = {"config", "cells", "files", "texts", "errors", "manifest", "problems", "startup", "execute", "kernel",
+LEAVES = {"config", "gradebooks", "cells", "files", "texts", "errors", "manifest", "problems", "startup", "execute", "kernel",
           "templates", "faults"}
 """What several flows share, at the top of jaxpath/ (kernel/ and templates/ are packages of code and data)."""
 

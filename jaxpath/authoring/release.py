@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cells import MARKERS, Secrets, find_secrets
-from ..config import Config, ensure_venv_on_path, nbgrader_config
+from ..config import Config, nbgrader_config
+from ..gradebooks import prepare_nbgrader
 from ..manifest import Manifest, describe_due, due_utc, load_manifest
 from ..problems import Problem
 
@@ -49,7 +50,7 @@ def _generate(config: Config, manifest: Manifest, stage: Path) -> list[Problem]:
         if (config.source / part).is_dir():
             shutil.copytree(config.source / part, stage / config.source_dir / part,
                             ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
-    ensure_venv_on_path()
+    prepare_nbgrader()
     # The course's configuration, rooted in the scratch course, with a throw-away gradebook: a failed or
     # checking build must not touch the course's gradebook.
     nbcfg = nbgrader_config(config.root, f"sqlite:///{stage / 'gradebook.db'}")
@@ -95,7 +96,7 @@ def record_due_dates(config: Config, manifest: Manifest) -> None:
         return
     from nbgrader.api import Gradebook
 
-    ensure_venv_on_path()
+    prepare_nbgrader()
     with Gradebook(config.db_url, config.course_id) as gb:
         for part, when in manifest.due.items():
             gb.update_or_create_assignment(part, duedate=due_utc(when))

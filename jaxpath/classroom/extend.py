@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from ..config import Config, ensure_venv_on_path
+from ..config import Config
 from ..errors import JaxpathError
+from ..gradebooks import prepare_nbgrader
 
 
 @dataclass
@@ -37,7 +38,7 @@ def extend(config: Config, part: str, student: str, *, hours: float = 0, days: f
         raise JaxpathError("give the extension as a length (--hours, --days) or as a time (--until), not both")
     if until is not None and until.tzinfo is None:
         raise JaxpathError("--until needs a time zone, like \"2026-12-10 17:00 Europe/Berlin\"")
-    ensure_venv_on_path()
+    prepare_nbgrader()
     coursedir = config.coursedir(db_url)
     delta = dt.timedelta(hours=hours, days=days) or None
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:

@@ -325,7 +325,8 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     the WRITTEN ones (each on the chapters it answers among `chapters`)."""
     from nbgrader.apps import NbGraderAPI
 
-    from ..config import ensure_venv_on_path, nbgrader_config
+    from ..config import nbgrader_config
+    from ..gradebooks import prepare_nbgrader
 
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
@@ -339,7 +340,7 @@ def make_sample_class(config: Config, dest: Path, chapters=SAMPLE_CHAPTERS) -> S
     for cid in chapters:
         shutil.copy(config.source / f"{cid}.ipynb", dest / "source" / f"{cid}.ipynb")
     (dest / "gradebook").mkdir()
-    ensure_venv_on_path()
+    prepare_nbgrader()
     result = NbGraderAPI(config=nbgrader_config(dest)).generate_assignment(part, force=True, create=True)
     if not result.get("success"):
         raise RuntimeError(f"nbgrader generate_assignment failed: {result.get('error')}")

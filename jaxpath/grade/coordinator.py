@@ -15,9 +15,10 @@ import nbformat
 
 from .. import texts
 from ..cells import grade_id
-from ..config import Config, ensure_venv_on_path
+from ..config import Config
 from ..errors import GradeError
 from ..files import write_atomic
+from ..gradebooks import prepare_nbgrader
 from . import integrity, record
 from .isolation import NONE, host_level
 from .jobs import Job
@@ -77,7 +78,7 @@ class Coordinator:
                                          "isolation (student code then runs as you, with the course in reach).")
         # Chosen once, here, from what this host gives (or `isolation`, a level name); every task carries it.
         self.level = host_level(isolation) if sandbox else NONE
-        ensure_venv_on_path()
+        prepare_nbgrader()
         self.nbcfg = config.nbgrader(db_url)
         self.coursedir = config.coursedir(db_url)
         self.db_url = self.coursedir.db_url

@@ -177,7 +177,8 @@ def _gradebook(course_dir: Path, course_id: str) -> Path | None:
     for a gradebook that is not a SQLite file (a PostgreSQL one is the database's business)."""
     from nbgrader.api import Gradebook
 
-    from ...config import ensure_venv_on_path, nbgrader_config
+    from ...config import nbgrader_config
+    from ...gradebooks import prepare_nbgrader
 
     url = str(nbgrader_config(course_dir).CourseDirectory.get("db_url", "") or f"sqlite:///{course_dir}/gradebook.db")
     if not url.startswith("sqlite:///"):
@@ -185,7 +186,7 @@ def _gradebook(course_dir: Path, course_id: str) -> Path | None:
     path = Path(url.removeprefix("sqlite:///"))
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        ensure_venv_on_path()
+        prepare_nbgrader()
         with Gradebook(url, course_id):
             pass
     return path
