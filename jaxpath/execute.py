@@ -62,6 +62,12 @@ IOPUB_TIMEOUT = 10
 """Seconds a cell's output may lag behind its execute reply (nbclient's default is 4). A cell whose output
 has not ended by then fails (OUTPUT_LOST) instead of passing with the output it has."""
 
+TIMED_OUT_IOPUB_TIMEOUT = 2
+"""Seconds the output of a cell that ran past its time limit may take to end once it has been interrupted. The
+cell has failed already; a kernel that ignores the interrupt never ends it, and waiting IOPUB_TIMEOUT for it,
+and again for the probe that then finds the kernel deaf (`Session.responsive`), made such a notebook take four
+times its cell limit. What is still on its way is read past by the next cell, whose own wait is IOPUB_TIMEOUT."""
+
 MAX_CELL_OUTPUT = 2 * 2**20
 """Bytes of output one cell keeps (stream text and displays); an error output is always kept."""
 
@@ -107,6 +113,11 @@ class _CappedClient(NotebookClient):
         if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
             self.complete = cell_index
         return super().process_message(msg, cell, cell_index)
+
+    async def _async_handle_timeout(self, timeout, cell=None):
+        reply = await super()._async_handle_timeout(timeout, cell)
+        self.iopub_timeout = TIMED_OUT_IOPUB_TIMEOUT  # this cell only: `Session._execute` sets it back
+        return reply
 
 
 class Session:
@@ -190,6 +201,7 @@ class Session:
         t0 = time.perf_counter()
         self._reply_status = None
         self.client.complete = None
+        self.client.iopub_timeout = IOPUB_TIMEOUT
         try:
             self.client.execute_cell(cell, index)
         except CellTimeoutError as e:

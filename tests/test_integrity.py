@@ -106,6 +106,41 @@ def test_a_cell_whose_output_never_arrives_fails(tmp_path):
     assert [o["ename"] for o in nb.cells[1].outputs if o["output_type"] == "error"] == [OUTPUT_LOST]
 
 
+def test_a_timed_out_cell_waits_for_its_output_briefly_and_the_next_cell_fully(tmp_path, monkeypatch):
+    """After a cell runs past its limit and is interrupted, its output is waited for TIMED_OUT_IOPUB_TIMEOUT
+    seconds, not IOPUB_TIMEOUT: a kernel that ignores the interrupt never ends that output, and the full wait
+    (twice, with `responsive`'s probe) made such a notebook take four times its cell limit. The next cell waits
+    IOPUB_TIMEOUT again. The waits are read from the timeouts nbclient is given, not from a clock."""
+    import asyncio
+
+    from jaxpath.execute import IOPUB_TIMEOUT, TIMED_OUT_IOPUB_TIMEOUT
+
+    waits = []
+    wait_for = asyncio.wait_for
+
+    def recorded(awaitable, timeout):
+        waits.append(timeout)
+        return wait_for(awaitable, timeout)
+
+    monkeypatch.setattr(asyncio, "wait_for", recorded)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(600)"),
+                                         nbformat.v4.new_code_cell("x = 1"),
+                                         nbformat.v4.new_code_cell("import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                                                                   "while True:\n    pass")])
+    with Session(nb, tmp_path, timeout=2) as s:
+        out = s.run(0)                       # interrupted: the kernel honours it
+        assert out.timed_out and waits == [TIMED_OUT_IOPUB_TIMEOUT], (out, waits)
+        assert s.responsive(30)
+        waits.clear()
+        assert s.run(1).ok and waits == [IOPUB_TIMEOUT], waits
+        waits.clear()
+        out = s.run(2)                       # a kernel deaf to the interrupt
+        assert out.timed_out and waits == [TIMED_OUT_IOPUB_TIMEOUT], (out, waits)
+        waits.clear()
+        assert not s.responsive(2)           # its probe runs past its limit too, and is waited for as briefly
+        assert waits == [TIMED_OUT_IOPUB_TIMEOUT], waits
+
+
 def test_output_is_capped_per_cell(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(4000):\n    print('x' * 2000)")])
     with Session(nb, tmp_path, timeout=60) as s:
