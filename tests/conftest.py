@@ -93,16 +93,26 @@ def pytest_runtest_logreport(report):
 _spent: dict[str, float] = {}
 
 
+def run_compile_cache() -> Path | None:
+    """The compilation cache the test processes of this run share (tests/conftest.py names the run), or None
+    outside a test run. The controlling process removes it once its workers are gone."""
+    token = os.environ.get("JAXPATH_TEST_RUN")
+    return Path(tempfile.gettempdir()) / f"jaxpath-test-jax-cache-{token}" if token else None
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_compile_cache(tmp_path_factory):
-    """One compilation cache for every batch graded in this test process (`JAXPATH_COMPILE_CACHE`), as a grader
+    """One compilation cache for every batch graded in this test run (`JAXPATH_COMPILE_CACHE`), as a grader
     who keeps it on a fast disk has: a test's course is a fresh copy, and without this each of them compiled
-    every program of the same chapter again. One folder per process: writers are then never concurrent, and
-    a batch's tasks read it only once its reference run (the only writer) is done. Batches run as another user
-    (tests/as_user.py) start from a clean environment and keep the course's own folder."""
-    import os
-
-    path = tmp_path_factory.mktemp("jax-cache")
+    every program of the same chapter again. Both test processes share it: the grader's reference runs are
+    its only writers, and each publishes an entry whole, by a hard link from a private staging folder, never
+    over one that is there (jaxpath.grade.reference: `_publish`), so two of them writing at once, or a kernel
+    reading while they do, is safe by construction. Batches run as another user (tests/as_user.py) start from
+    a clean environment and keep the course's own folder."""
+    path = run_compile_cache()
+    if path is None:
+        path = tmp_path_factory.mktemp("jax-cache")
+    path.mkdir(exist_ok=True)
     before = os.environ.get("JAXPATH_COMPILE_CACHE")
     os.environ["JAXPATH_COMPILE_CACHE"] = str(path)
     yield path
@@ -285,6 +295,8 @@ def pytest_sessionfinish(session, exitstatus):
         Path(os.environ["JAXPATH_RECORD_DURATIONS"]).write_text(
             json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=0) + "\n", encoding="utf-8")
     site_factory.remove_shared_site()  # the one the run's processes shared, once none of them is left
+    if run_compile_cache() is not None:
+        shutil.rmtree(run_compile_cache(), ignore_errors=True)
     if _RUN not in session.config.stash or exitstatus not in (0, 1):
         return
     since, token, before = session.config.stash[_RUN]

@@ -3,6 +3,7 @@ mistake for tampering. (The whole defence, graded end to end, is in test_hostile
 import nbformat
 import pytest
 
+from jaxpath import execute
 from jaxpath.execute import Session
 from jaxpath.grade import integrity as I
 from jaxpath.texts import HIDDEN_ERROR
@@ -85,7 +86,7 @@ def test_a_session_leaves_no_thread_running(tmp_path):
     assert not left, f"threads still running after the session closed: {left}"
 
 
-def test_a_cell_whose_output_never_arrives_fails(tmp_path):
+def test_a_cell_whose_output_never_arrives_fails(tmp_path, monkeypatch):
     """A cell whose output does not end within the IOPub wait after its reply fails, saying so, instead of passing
     with what arrived: a test cell's score held back behind an earlier cell's flood of output counted as full marks
     (nbgrader scores a test cell without an error as passed). Here the cell's messages are never processed, as if
@@ -94,8 +95,8 @@ def test_a_cell_whose_output_never_arrives_fails(tmp_path):
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1"),
                                          nbformat.v4.new_code_cell("print('checked')\n0.5")])
+    monkeypatch.setattr(execute, "IOPUB_TIMEOUT", 1)  # read by every cell (nbclient's own value is reset per cell)
     with Session(nb, tmp_path, timeout=60) as s:
-        s.client.iopub_timeout = 1
         process = s.client.process_message
         s.client.process_message = lambda msg, cell, i: None if i == 1 else process(msg, cell, i)
         assert s.run(0).ok
