@@ -295,8 +295,8 @@ def pytest_sessionfinish(session, exitstatus):
         Path(os.environ["JAXPATH_RECORD_DURATIONS"]).write_text(
             json.dumps({k: round(v, 1) for k, v in sorted(_spent.items())}, indent=0) + "\n", encoding="utf-8")
     site_factory.remove_shared_site()  # the one the run's processes shared, once none of them is left
-    if run_compile_cache() is not None:
-        shutil.rmtree(run_compile_cache(), ignore_errors=True)
+    if (cache := run_compile_cache()) is not None:
+        shutil.rmtree(cache, ignore_errors=True)
     if _RUN not in session.config.stash or exitstatus not in (0, 1):
         return
     since, token, before = session.config.stash[_RUN]

@@ -33,7 +33,7 @@ def claims(proof: dict) -> dict:
 @pytest.mark.full
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_chapter_validates(chapter, real_config, tmp_path, shared_compile_cache, monkeypatch):
-    for name, value in reader_env(str(Config.load(ROOT).compile_cache(chapter.split("/")[0]))).items():
+    for name, value in reader_env(str(real_config.compile_cache(chapter.split("/")[0]))).items():
         monkeypatch.setenv(name, value)  # the kernel's environment is this process's (jaxpath.execute.kernel_env)
     scratch = Config.load(ROOT, build_dir=str(tmp_path / "build"), proofs_dir=str(tmp_path / "proofs"))
     report = validate_one(scratch, chapter)
