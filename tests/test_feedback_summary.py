@@ -49,3 +49,61 @@ def test_no_hint_unless_the_failures_match_a_known_mistake_exactly():
     full = "gd_step:\n  ✓ R1 (1/1)\n  ✓ R2 (0.5/0.5)\n  ✓ R3 (0.5/0.5)\n"
     text = _text(summary_cell(_graded(full, 2), 2, 2, None, FACTS))
     assert "✓ every check passed" in text and "known mistake" not in text and "✗" not in text
+
+
+def _page_notebook(*extra_cells):
+    """A graded-looking notebook: markdown, code with a stream, an error and an HTML table, and `extra_cells`."""
+    v4 = nbformat.v4
+    cells = [v4.new_markdown_cell("# Chapter\nSome *text* & <b>bold</b>, `x < y`, $a_1$."),
+             v4.new_code_cell("import numpy as np\nprint('a < b & c')", outputs=[
+                 v4.new_output("stream", name="stdout", text="a < b & c\n")]),
+             v4.new_code_cell("1 / 0", outputs=[v4.new_output("error", ename="ZeroDivisionError",
+                                                                evalue="division by zero", traceback=["\x1b[31mZeroDivisionError\x1b[0m"])]),
+             v4.new_code_cell("df", outputs=[v4.new_output("execute_result", execution_count=3, data={
+                 "text/html": "<table><tr><td>1</td><td>&amp;</td></tr></table>", "text/plain": "df"})]),
+             *extra_cells]
+    cells[2].metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "t1", "points": 2, "score": 0}
+    nb = v4.new_notebook(cells=cells)
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    return nb
+
+
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+def test_feedback_pages_are_what_stock_nbconvert_writes():
+    """jaxpath's exporter skips nbconvert's BeautifulSoup pass where it would change nothing: such a page, read back
+    as nbconvert reads it, is byte for byte stock nbconvert's page; a page with an image (an output, a markdown
+    image, raw <img> without alt) is stock nbconvert's page itself, its default alt text included."""
+    from bs4 import BeautifulSoup
+    from nbconvert.exporters import HTMLExporter
+
+    from jaxpath.classroom.feedback import FeedbackExporter, page_config
+
+    v4 = nbformat.v4
+    plain = _page_notebook()
+    with_images = {
+        "output image": _page_notebook(v4.new_code_cell("plot()", outputs=[v4.new_output(
+            "display_data", data={"image/png": PNG, "text/plain": "<Figure>"})])),
+        "markdown image": _page_notebook(v4.new_markdown_cell(f"![a dot](data:image/png;base64,{PNG})")),
+        "raw img, no alt": _page_notebook(v4.new_markdown_cell(f'<img src="data:image/png;base64,{PNG}">')),
+        "img in an output's html": _page_notebook(v4.new_code_cell("show()", outputs=[v4.new_output(
+            "display_data", data={"text/html": f'<img src="data:image/png;base64,{PNG}">', "text/plain": "x"})])),
+    }
+    ours, stock = FeedbackExporter(config=page_config()), HTMLExporter(config=page_config())
+
+    def pages(nb):
+        def resources():
+            return {"nbgrader": {"notebook": "ch", "score": 1.5, "max_score": 2, "late_penalty": 0}}
+        return ours.from_notebook_node(nb, resources())[0], stock.from_notebook_node(nb, resources())[0]
+
+    page, want = pages(plain)
+    assert "<img" not in want and "a &lt; b &amp; c" in page
+    assert page != want, "the pass was not skipped: nothing is measured here"
+    assert str(BeautifulSoup(page, features="html.parser")) == want
+    for what, nb in with_images.items():
+        page, want = pages(nb)
+        assert "<img" in want, what
+        assert page == want, what
+    no_alt, _ = pages(with_images["raw img, no alt"])
+    assert 'alt="No description has been provided for this image"' in no_alt

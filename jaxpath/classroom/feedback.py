@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import HTMLExporter, TemplateExporter
+from nbconvert.filters.highlight import Highlight2HTML
+from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
@@ -33,6 +36,52 @@ from ..texts import HIDDEN_NOTE, REDACTED, SUMMARY_TITLE, exercise_line, hidden_
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_FRAME = r"Cell In\[{n}\], line (\d+)"
+
+SOUP_MARKS = ("<img", "jp-Cell-inputWrapper", "jp-OutputArea-output")
+"""What nbconvert's HTML exporter rewrites on a rendered page (`HTMLExporter.from_notebook_node`): an image without
+alt text, and JupyterLab's input and output areas. A page holding none of them it only reads and writes back."""
+
+
+class FeedbackExporter(HTMLExporter):
+    """nbconvert's HTML exporter, without a pass that changes nothing on most feedback pages.
+
+    Once the template has rendered a page, `HTMLExporter` parses all of it again with BeautifulSoup (html.parser,
+    pure Python), gives every image without alt text a default one, makes JupyterLab's cells focusable, and writes
+    the tree back out. The feedback template is classic (no JupyterLab cells), so on a page without an image that
+    pass only re-serializes the same document, and it cost two thirds of the page's time: the 33 pages of a graded
+    `advanced` (each chapter's reference, as released and mistaken, about 570 kB each) took 24.6 s, 7.4 s without
+    it. Such a page is the template's own output here. A page that holds an image (or a JupyterLab cell) goes
+    through nbconvert's own path whole, so it comes out exactly as stock nbconvert writes it: decided from the
+    notebook first, and checked on the rendered page, which takes the stock path too if the guess missed."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        if _may_hold_marks(nb):
+            return super().from_notebook_node(nb, resources, **kw)
+        stock_resources = resources
+        # what HTMLExporter.from_notebook_node does before its template renders (nbconvert 7.17, pinned)
+        langinfo = nb.metadata.get("language_info", {})
+        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        resources = self._init_resources(resources)
+        self.register_filter("highlight_code", highlight_code)
+        self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
+                                                                       parent=self, resources=resources))
+        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        if any(mark in html for mark in SOUP_MARKS):
+            return super().from_notebook_node(nb, stock_resources, **kw)
+        return html, resources
+
+
+def _may_hold_marks(nb) -> bool:
+    """Whether the page of `nb` may hold what nbconvert rewrites (SOUP_MARKS): an image output, a cell with
+    attachments, or HTML in a cell's source or outputs."""
+    for cell in nb.cells:
+        if cell.get("attachments") or "<img" in cell.get("source", ""):
+            return True
+        for out in cell.get("outputs", []):
+            if any(mime.startswith("image/") or "<img" in str(value) for mime, value in out.get("data", {}).items()):
+                return True
+    return False
 
 
 @dataclass
@@ -261,15 +310,11 @@ def page_leaks(page: str, secret: set[str]) -> list[str]:
     return sorted(s for s in secret if s in text)
 
 
-def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
+def page_config():
+    """The exporter's configuration: nbgrader's own feedback template, as `nbgrader generate_feedback` uses it."""
     import nbgrader
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config as TConfig
 
-    nbcfg = config.nbgrader(db_url)
-    coursedir = config.coursedir(db_url)
-    root = Path(coursedir.root)
     templates = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "templates"
     css = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "node_modules" / \
         "bootstrap" / "dist" / "css"
@@ -277,7 +322,16 @@ def feedback(config: Config, part: str, students: list[str] | None = None, db_ur
     html_cfg.HTMLExporter.template_name = "feedback"
     html_cfg.HTMLExporter.extra_template_basedirs = [str(templates)]
     html_cfg.HTMLExporter.extra_template_paths = [str(css)]
-    exporter = HTMLExporter(config=html_cfg)
+    return html_cfg
+
+
+def feedback(config: Config, part: str, students: list[str] | None = None, db_url: str | None = None) -> FeedbackReport:
+    from nbgrader.preprocessors import GetGrades
+
+    nbcfg = config.nbgrader(db_url)
+    coursedir = config.coursedir(db_url)
+    root = Path(coursedir.root)
+    exporter = FeedbackExporter(config=page_config())
     from ..grade.record import StatusStore
 
     report = FeedbackReport()
