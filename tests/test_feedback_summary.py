@@ -57,8 +57,9 @@ def _page_notebook(*extra_cells):
     cells = [v4.new_markdown_cell("# Chapter\nSome *text* & <b>bold</b>, `x < y`, $a_1$."),
              v4.new_code_cell("import numpy as np\nprint('a < b & c')", outputs=[
                  v4.new_output("stream", name="stdout", text="a < b & c\n")]),
-             v4.new_code_cell("1 / 0", outputs=[v4.new_output("error", ename="ZeroDivisionError",
-                                                                evalue="division by zero", traceback=["\x1b[31mZeroDivisionError\x1b[0m"])]),
+             v4.new_code_cell("1 / 0", outputs=[v4.new_output(
+                 "error", ename="ZeroDivisionError", evalue="division by zero",
+                 traceback=["\x1b[31mZeroDivisionError\x1b[0m"])]),
              v4.new_code_cell("df", outputs=[v4.new_output("execute_result", execution_count=3, data={
                  "text/html": "<table><tr><td>1</td><td>&amp;</td></tr></table>", "text/plain": "df"})]),
              *extra_cells]
