@@ -73,20 +73,28 @@ PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGA
 
 
 def test_feedback_pages_are_what_stock_nbconvert_writes():
-    """jaxpath's exporter skips nbconvert's BeautifulSoup pass where it would change nothing: such a page, read back
-    as nbconvert reads it, is byte for byte stock nbconvert's page; a page with an image (an output, a markdown
-    image, raw <img> without alt) is stock nbconvert's page itself, its default alt text included."""
+    """jaxpath's exporter skips nbconvert's BeautifulSoup pass: its page, read back as nbconvert reads it, is stock
+    nbconvert's page byte for byte, an image output's default alt text included; a page on which an image has no alt
+    text otherwise (raw <img> in a cell) goes through nbconvert's own path and is stock nbconvert's page itself."""
     from bs4 import BeautifulSoup
     from nbconvert.exporters import HTMLExporter
 
-    from jaxpath.classroom.feedback import FeedbackExporter, page_config
+    from jaxpath.classroom.feedback import DEFAULT_ALT, FeedbackExporter, page_config
 
     v4 = nbformat.v4
-    plain = _page_notebook()
-    with_images = {
-        "output image": _page_notebook(v4.new_code_cell("plot()", outputs=[v4.new_output(
-            "display_data", data={"image/png": PNG, "text/plain": "<Figure>"})])),
-        "markdown image": _page_notebook(v4.new_markdown_cell(f"![a dot](data:image/png;base64,{PNG})")),
+    image = {"image/png": PNG, "text/plain": "<Figure>"}
+    skipped = {  # what: (notebook, alt texts on the page)
+        "no image": (_page_notebook(), []),
+        "output image": (_page_notebook(v4.new_code_cell("plot()", outputs=[
+            v4.new_output("display_data", data=image)])), [DEFAULT_ALT]),
+        "output images with alt text, the output's and the cell's": (_page_notebook(
+            v4.new_code_cell("plot()", outputs=[v4.new_output("display_data", data=image,
+                                                              metadata={"image/png": {"alt": "a dot", "width": 3}})]),
+            v4.new_code_cell("plot()", metadata={"alt": "the cell's dot"}, outputs=[
+                v4.new_output("display_data", data=image)])), ["a dot", "the cell's dot"]),
+        "markdown image": (_page_notebook(v4.new_markdown_cell(f"![a dot](data:image/png;base64,{PNG})")), ["a dot"]),
+    }
+    stock_path = {
         "raw img, no alt": _page_notebook(v4.new_markdown_cell(f'<img src="data:image/png;base64,{PNG}">')),
         "img in an output's html": _page_notebook(v4.new_code_cell("show()", outputs=[v4.new_output(
             "display_data", data={"text/html": f'<img src="data:image/png;base64,{PNG}">', "text/plain": "x"})])),
@@ -98,13 +106,14 @@ def test_feedback_pages_are_what_stock_nbconvert_writes():
             return {"nbgrader": {"notebook": "ch", "score": 1.5, "max_score": 2, "late_penalty": 0}}
         return ours.from_notebook_node(nb, resources())[0], stock.from_notebook_node(nb, resources())[0]
 
-    page, want = pages(plain)
-    assert "<img" not in want and "a &lt; b &amp; c" in page
-    assert page != want, "the pass was not skipped: nothing is measured here"
-    assert str(BeautifulSoup(page, features="html.parser")) == want
-    for what, nb in with_images.items():
+    for what, (nb, alts) in skipped.items():
+        before = nbformat.writes(nb)
         page, want = pages(nb)
-        assert "<img" in want, what
-        assert page == want, what
-    no_alt, _ = pages(with_images["raw img, no alt"])
-    assert 'alt="No description has been provided for this image"' in no_alt
+        assert nbformat.writes(nb) == before, f"{what}: the notebook was changed"
+        assert "a &lt; b &amp; c" in page and page.count("<img") == len(alts), what
+        assert page != want, f"{what}: the pass was not skipped: nothing is measured here"
+        assert str(BeautifulSoup(page, features="html.parser")) == want, what
+        assert [img.get("alt") for img in BeautifulSoup(page, features="html.parser").find_all("img")] == alts, what
+    for what, nb in stock_path.items():
+        page, want = pages(nb)
+        assert page == want and f'alt="{DEFAULT_ALT}"' in page, what

@@ -16,6 +16,7 @@ is then released under a name nobody can fetch: hand it out through the LMS), an
 """
 from __future__ import annotations
 
+import copy
 import re
 import secrets
 import shutil
@@ -37,27 +38,28 @@ from ..texts import HIDDEN_NOTE, REDACTED, SUMMARY_TITLE, exercise_line, hidden_
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 CELL_FRAME = r"Cell In\[{n}\], line (\d+)"
 
-SOUP_MARKS = ("<img", "jp-Cell-inputWrapper", "jp-OutputArea-output")
-"""What nbconvert's HTML exporter rewrites on a rendered page (`HTMLExporter.from_notebook_node`): an image without
-alt text, and JupyterLab's input and output areas. A page holding none of them it only reads and writes back."""
+DEFAULT_ALT = "No description has been provided for this image"
+"""The alt text nbconvert's HTML exporter gives an image that has none (`HTMLExporter.from_notebook_node`)."""
+LAB_MARKS = ("jp-Cell-inputWrapper", "jp-OutputArea-output")
+"""JupyterLab's input and output areas, which nbconvert's HTML exporter makes focusable on a rendered page."""
+IMG_TAG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+ALT = re.compile(r"\salt\s*=", re.IGNORECASE)
 
 
 class FeedbackExporter(HTMLExporter):
-    """nbconvert's HTML exporter, without a pass that changes nothing on most feedback pages.
+    """nbconvert's HTML exporter, without a pass that changes nothing on a feedback page.
 
     Once the template has rendered a page, `HTMLExporter` parses all of it again with BeautifulSoup (html.parser,
     pure Python), gives every image without alt text a default one, makes JupyterLab's cells focusable, and writes
-    the tree back out. The feedback template is classic (no JupyterLab cells), so on a page without an image that
-    pass only re-serializes the same document, and it cost two thirds of the page's time: the 33 pages of a graded
-    `advanced` (each chapter's reference, as released and mistaken, about 570 kB each) took 24.6 s, 7.4 s without
-    it. Such a page is the template's own output here. A page that holds an image (or a JupyterLab cell) goes
-    through nbconvert's own path whole, so it comes out exactly as stock nbconvert writes it: decided from the
-    notebook first, and checked on the rendered page, which takes the stock path too if the guess missed."""
+    the tree back out. It cost two thirds of a page's time: the 33 pages of a graded `advanced` (each chapter's
+    reference, as released and mistaken, about 570 kB each) took 24.6 s, 7.4 s without it. The feedback template
+    is classic (no JupyterLab cells), and the alt text of an image output is given here the way the template reads
+    it (the output's metadata, `DEFAULT_ALT` where neither the output nor its cell has one), so the page is the
+    template's own output. A page on which an image still has no alt text (raw HTML in a cell) or that holds a
+    JupyterLab cell goes through nbconvert's own path whole, and comes out exactly as stock nbconvert writes it."""
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        if _may_hold_marks(nb):
-            return super().from_notebook_node(nb, resources, **kw)
-        stock_resources = resources
+        stock_resources = copy.deepcopy(resources)
         # what HTMLExporter.from_notebook_node does before its template renders (nbconvert 7.17, pinned)
         langinfo = nb.metadata.get("language_info", {})
         lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
@@ -66,22 +68,28 @@ class FeedbackExporter(HTMLExporter):
         self.register_filter("highlight_code", highlight_code)
         self.register_filter("filter_data_type", WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata,
                                                                        parent=self, resources=resources))
-        html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-        if any(mark in html for mark in SOUP_MARKS):
+        html, resources = TemplateExporter.from_notebook_node(self, _with_default_alt(nb), resources, **kw)
+        if any(mark in html for mark in LAB_MARKS) or any(not ALT.search(tag) for tag in IMG_TAG.findall(html)):
             return super().from_notebook_node(nb, stock_resources, **kw)
         return html, resources
 
 
-def _may_hold_marks(nb) -> bool:
-    """Whether the page of `nb` may hold what nbconvert rewrites (SOUP_MARKS): an image output, a cell with
-    attachments, or HTML in a cell's source or outputs."""
+def _with_default_alt(nb):
+    """A copy of `nb` in which every PNG and JPEG output without alt text (in the output's metadata or its cell's,
+    where the classic template reads it) has DEFAULT_ALT."""
+    nb = copy.deepcopy(nb)
     for cell in nb.cells:
-        if cell.get("attachments") or "<img" in cell.get("source", ""):
-            return True
+        if cell.get("metadata", {}).get("alt"):
+            continue
         for out in cell.get("outputs", []):
-            if any(mime.startswith("image/") or "<img" in str(value) for mime, value in out.get("data", {}).items()):
-                return True
-    return False
+            md = out.setdefault("metadata", {})
+            for mime in ("image/png", "image/jpeg"):
+                if mime in out.get("data", {}):
+                    if not isinstance(md.get(mime), dict):
+                        md[mime] = {}
+                    if not (md[mime].get("alt") or md.get("alt")):
+                        md[mime]["alt"] = DEFAULT_ALT
+    return nb
 
 
 @dataclass
