@@ -151,6 +151,8 @@ class Session:
         self._ctx = None
         self.dead = False
         self._reply_status = None
+        self._interrupted = False
+        """Whether the last request ran past its limit and nbclient interrupted the kernel then (`responsive`)."""
         self.client.on_cell_executed = self._on_cell_executed
 
     def _on_cell_executed(self, cell=None, cell_index=None, execute_reply=None, **kw) -> None:
@@ -200,17 +202,20 @@ class Session:
             return CellOutcome(False, dead=True)
         t0 = time.perf_counter()
         self._reply_status = None
+        self._interrupted = False
         self.client.complete = None
         self.client.iopub_timeout = IOPUB_TIMEOUT
         try:
             self.client.execute_cell(cell, index)
         except CellTimeoutError as e:
+            self._interrupted = True
             return CellOutcome(False, CELL_TIMEOUT, str(e), timed_out=True, seconds=time.perf_counter() - t0)
         except DeadKernelError as e:
             self.dead = True
             return CellOutcome(False, "DeadKernelError", str(e), dead=True, seconds=time.perf_counter() - t0)
         dt = time.perf_counter() - t0
         if self._reply_status == "timeout":
+            self._interrupted = True
             cell.outputs.append(nbformat.v4.new_output("error", **cell_timeout(self.client.timeout, traceback=False)))
             return CellOutcome(False, CELL_TIMEOUT, "timed out", timed_out=True, seconds=dt)
         if self._reply_status == "aborted":
@@ -257,6 +262,7 @@ class Session:
             return None
         kc = self.client.kc
         limit = timeout if timeout is not None else self.client.timeout
+        self._interrupted = False  # nothing interrupts the kernel when this runs past `limit`
 
         async def ask():
             msg_id = kc.execute(code, silent=True, store_history=False, user_expressions={"r": expression})
@@ -289,13 +295,21 @@ class Session:
         return content.get("status") == "ok", text
 
     def responsive(self, seconds: float = 10.0) -> bool:
-        """After a timeout: interrupt the kernel and see whether it answers again within `seconds`."""
+        """After a timeout: see whether the kernel answers again within `seconds`, interrupting it first unless
+        nbclient already did when the cell (`run`, `run_code`) ran past its limit; after `ask` nothing did.
+
+        Never a second interrupt: a kernel that obeyed the first is idle again, and the second lands on the probe
+        below. A sandboxed kernel is interrupted by a control-channel message (jaxpath.grade.sandbox), which its
+        control thread turns into SIGINT while the main thread may already be running the probe: ipykernel then
+        logs "KeyboardInterrupt caught in kernel" and never replies, so a kernel that had stopped at once was
+        judged deaf and killed, and the cells after it were never run (a sleeping cell past a 2 s limit: 4 of 8)."""
         if self.dead:
             return False
-        try:
-            run_sync(self.km.interrupt_kernel)()
-        except Exception:
-            return False
+        if not self._interrupted:
+            try:
+                run_sync(self.km.interrupt_kernel)()
+            except Exception:
+                return False
         saved = self.client.timeout
         deadline = time.perf_counter() + seconds
         try:

@@ -144,6 +144,39 @@ def test_a_timed_out_cell_waits_for_its_output_briefly_and_the_next_cell_fully(t
         assert waits == [TIMED_OUT_IOPUB_TIMEOUT], waits
 
 
+def test_a_kernel_interrupted_by_message_that_stopped_is_never_judged_deaf(tmp_path, monkeypatch):
+    """A sandboxed kernel is interrupted by a control-channel message (jaxpath.grade.sandbox). When a cell runs past
+    its limit nbclient interrupts it; `responsive` must then probe without a second interrupt, which would reach
+    the kernel while it runs the probe (ipykernel: "KeyboardInterrupt caught in kernel", no reply), and a kernel
+    that had stopped at once was judged deaf and killed: 4 of 8 sleeping cells past a 2 s limit. After `ask` runs
+    past its limit, which interrupts nothing, `responsive` interrupts once."""
+    from jaxpath.grade.sandbox import SandboxedKernelManager
+
+    km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(tmp_path / "k"))  # no walls: no prefix
+    assert km.kernel_spec.interrupt_mode == "message"
+    sent = []
+    interrupt = km.interrupt_kernel
+
+    async def counted():
+        sent.append(1)
+        await interrupt()
+
+    monkeypatch.setattr(km, "interrupt_kernel", counted)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(600)"),
+                                         nbformat.v4.new_code_cell("n = n + 1 if 'n' in dir() else 1")])
+    with Session(nb, tmp_path, timeout=1, km=km) as s:
+        for attempt in range(6):
+            out = s.run(0)
+            assert out.timed_out, out
+            assert s.responsive(30), f"attempt {attempt + 1}: a kernel that stopped at the interrupt was judged deaf"
+            assert s.run(1).ok                  # it runs the next cell, and its state is intact
+        assert len(sent) == 6, f"{len(sent)} interrupts for 6 timed-out cells: responsive sent a second one"
+        assert s.ask("time.sleep(600)", "None", timeout=1) is None
+        assert s.responsive(30) and len(sent) == 7, sent
+        ok, text = s.evaluate("", "n")
+        assert ok and text == "6", text
+
+
 def test_output_is_capped_per_cell(tmp_path):
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("for i in range(4000):\n    print('x' * 2000)")])
     with Session(nb, tmp_path, timeout=60) as s:
