@@ -38,12 +38,13 @@ LIMITS = Limits(cell_timeout=30, notebook_timeout=600, memory_mb=2048)
 4.5 s compiled cold on an idle machine and ran past 15 s at a load average of 40 on 2 cores, and reads its programs
 from the compilation cache here (tests/conftest.py) in all but the first tasks. The runaway cases reach it by
 construction, and four of them burn a core until it does."""
-RUNAWAY_LIMITS = dataclasses.replace(LIMITS, cell_timeout=5)
+RUNAWAY_LIMITS = dataclasses.replace(LIMITS, cell_timeout=2)
 """The runaway cases (hostile_corpus.Case.runaway) run to the cell limit by construction: they are graded in a batch
 of their own under this shorter one. A cell of theirs that is not the runaway and runs past it on a loaded machine
 changes nothing that is checked: the notebook times out all the same, and the runaway cell's reason is the last.
-(5 s: each of the five costs about its limit twice, the deaf ones more, at each of the three levels; 10 s took
-about 40 s more of the run.)"""
+(2 s: each of the five costs about its limit twice, the deaf ones more, and four of them burn a core or more while
+they run, at each of the three levels; 10 s took about 40 s more of the run than 5 s. At 2 s a sleeping kernel
+was judged deaf at two levels, until `Session.responsive` stopped interrupting it a second time.)"""
 SANDBOX = sandbox_problem() is None
 ROOTLESS = "rootless+rlimits"
 LEVELS = ["host", pytest.param("root+rlimits", marks=pytest.mark.full), pytest.param(ROOTLESS, marks=pytest.mark.full)]
