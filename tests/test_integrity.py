@@ -186,10 +186,11 @@ def test_output_is_capped_per_cell(tmp_path):
     assert 1.5 * 2**20 < len(text) < 3 * 2**20 and "output past 2 MB was dropped" in text
 
 
-def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_gives(tmp_path):
+def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_gives(tmp_path, real_config, shared_compile_cache):
     """A task sent before the reference run is done brings its probes back unjudged (a deferred spec) and the
     coordinator settles them later: the evidence and the NotCounted outputs must be exactly the ones the
-    worker gives when the reference run came first."""
+    worker gives when the reference run came first. With the compilation cache as in a batch (this test run's:
+    tests/conftest.py), the reference run warming it and both tasks reading it."""
     from pathlib import Path
 
     from jaxpath.cells import is_answer
@@ -198,7 +199,8 @@ def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_give
     from jaxpath.grade.worker import run_task
 
     source = Path(__file__).resolve().parents[1] / "source" / "basics" / "01_introduction.ipynb"
-    ref = run_reference(source, store=tmp_path / "ref", grader_version="test", cell_timeout=120)
+    cache = real_config.compile_cache("basics")
+    ref = run_reference(source, store=tmp_path / "ref", grader_version="test", cell_timeout=120, jax_cache=cache)
     assert ref.names, "the reference run recorded no test names"
     nb = nbformat.read(source, as_version=4)
     first = next(i for i, c in enumerate(nb.cells) if is_answer(c))
@@ -210,7 +212,7 @@ def test_probes_judged_after_the_reference_run_give_the_verdicts_the_worker_give
     text = nbformat.writes(nb)
 
     def run(spec):
-        return run_task(Task("t/s/01", text, sandbox=False, integrity=spec))
+        return run_task(Task("t/s/01", text, sandbox=False, integrity=spec, jax_cache=str(cache)))
 
     now = run(IntegritySpec(ref.names, ref.ignore, ref.imports, ref.roots))
     names = {gid: dict.fromkeys(ns, "") for gid, ns in I.static_names(nbformat.read(source, as_version=4)).items()}
