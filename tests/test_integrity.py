@@ -166,9 +166,11 @@ def test_a_kernel_interrupted_by_message_that_stopped_is_never_judged_deaf(tmp_p
                                          nbformat.v4.new_code_cell("n = n + 1 if 'n' in dir() else 1")])
     with Session(nb, tmp_path, timeout=1, km=km) as s:
         for attempt in range(6):
+            s.client.timeout = 1
             out = s.run(0)
             assert out.timed_out, out
             assert s.responsive(30), f"attempt {attempt + 1}: a kernel that stopped at the interrupt was judged deaf"
+            s.client.timeout = 120              # a plain cell: no limit it could reach on a loaded machine
             assert s.run(1).ok                  # it runs the next cell, and its state is intact
         assert len(sent) == 6, f"{len(sent)} interrupts for 6 timed-out cells: responsive sent a second one"
         assert s.ask("time.sleep(600)", "None", timeout=1) is None
