@@ -5,6 +5,7 @@ and the reference runs of one batch finishing one notebook at a time. No kernel 
 wait on events, so every check is of an order of events, never of a duration."""
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 
@@ -238,3 +239,34 @@ def test_a_reference_run_publishes_its_progress_to_the_tasks_of_this_process():
         release.set()
         refs.close()
     assert following(key) is None
+
+
+def test_each_new_cache_entry_is_published_whole_once_and_never_over_one_there(tmp_path):
+    """The reference run's staging folder and the cache the tasks read (reference._staging, _publish): what the
+    cache holds is linked in and not looked at again; an entry the kernel writes appears in the cache after the
+    cell, as the same file (a hard link, readable by the sandboxes' uids); an entry another run published
+    meanwhile under the same name is kept as it is."""
+    from jaxpath.grade.reference import _publish, _staging
+
+    cache = tmp_path / "jax-cache" / "basics"
+    cache.mkdir(parents=True)
+    (cache / "a-cache").write_bytes(b"a")
+    (cache / ".warmed-01-x").touch()
+    staging, published = _staging(cache, "01")
+    assert published == {"a-cache"} and sorted(p.name for p in staging.iterdir()) == ["a-cache"]
+    assert (staging / "a-cache").stat().st_ino == (cache / "a-cache").stat().st_ino
+
+    (staging / "b-cache").write_bytes(b"b")  # what one cell compiled
+    os.chmod(staging / "b-cache", 0o600)
+    (staging / "c-cache").write_bytes(b"mine")
+    (cache / "c-cache").write_bytes(b"theirs")  # another notebook's reference run got there first
+    _publish(staging, cache, published)
+    assert (cache / "b-cache").stat().st_ino == (staging / "b-cache").stat().st_ino
+    assert (cache / "b-cache").stat().st_mode & 0o777 == 0o644
+    assert (cache / "c-cache").read_bytes() == b"theirs"
+    assert published == {"a-cache", "b-cache", "c-cache"}
+
+    (staging / "d-cache").write_bytes(b"d")  # the next cell
+    _publish(staging, cache, published)
+    assert (cache / "d-cache").read_bytes() == b"d"
+    assert sorted(p.name for p in cache.iterdir()) == [".warmed-01-x", "a-cache", "b-cache", "c-cache", "d-cache"]

@@ -80,8 +80,9 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
     try:
         with contextlib.ExitStack() as stack:
             staging = None
+            published: set[str] = set()
             if jax_cache:
-                staging = _staging(jax_cache, path.stem)
+                staging, published = _staging(jax_cache, path.stem)
                 stack.callback(shutil.rmtree, staging, True)
                 env.update(writer_env(str(staging)))
             nb = nbformat.read(path, as_version=4)
@@ -103,7 +104,7 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
                         if out.timed_out or out.dead:  # it may have stopped mid-write: publish nothing from now on
                             staging = None
                         if staging is not None:  # what this cell compiled, for the tasks already running
-                            _publish(staging, jax_cache)
+                            _publish(staging, jax_cache, published)
                         if is_test(cell):
                             nonce = integrity.new_token()
                             names = integrity.relied_on(cell.source, answers)
@@ -124,36 +125,48 @@ def run_reference(path: Path, *, store: Path, grader_version: str, cell_timeout:
     return ref
 
 
-def _staging(jax_cache: Path, stem: str) -> Path:
+def _staging(jax_cache: Path, stem: str) -> tuple[Path, set[str]]:
     """A private folder the reference kernel writes its cache entries into, beside the cache the tasks read,
-    holding (as hard links) what that cache has already, so programs shared between notebooks compile once."""
+    holding (as hard links) what that cache has already, so programs shared between notebooks compile once; and
+    the names it linked in (nothing `_publish` needs to look at again)."""
     jax_cache.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".staging-{stem}-", dir=jax_cache.parent))
-    for entry in jax_cache.iterdir():
-        if entry.is_file() and not entry.name.startswith("."):
-            with contextlib.suppress(OSError):
-                os.link(entry, staging / entry.name)
-    return staging
+    linked: set[str] = set()
+    with os.scandir(jax_cache) as found:
+        for entry in found:
+            if entry.is_file(follow_symlinks=False) and not entry.name.startswith("."):
+                with contextlib.suppress(OSError):
+                    os.link(entry.path, staging / entry.name)
+                    linked.add(entry.name)
+    return staging, linked
 
 
-def _publish(staging: Path, jax_cache: Path) -> None:
+def _publish(staging: Path, jax_cache: Path, published: set[str]) -> None:
     """Make the entries the reference kernel has written so far readable in the cache the tasks read, each at
     once and whole: JAX writes an entry in place, but only while a cell compiles, so between cells every file
     in `staging` is complete, and a hard link gives it its name in the cache in one step (a task's kernel never
-    reads half an entry). The cache is mounted into the sandboxes, so these appear in running kernels too."""
-    for entry in staging.iterdir():
+    reads half an entry). The cache is mounted into the sandboxes, so these appear in running kernels too.
+
+    `published` holds the names the cache has already (what `_staging` linked in, what this run published) and
+    is added to: a cell costs one listing of the folder and a look at its new entries only. (Two stats per entry
+    at every cell took 8.4 s of CPU for a 316-cell chapter beside a cache of 2,254 programs.)"""
+    with os.scandir(staging) as found:
+        new = [e for e in found if e.name not in published and e.is_file(follow_symlinks=False)]
+    for entry in new:
+        published.add(entry.name)
         target = jax_cache / entry.name
-        if entry.is_file() and not target.exists():
-            os.chmod(entry, 0o644)
-            try:
-                os.link(entry, target)
-            except FileExistsError:
-                pass
-            except OSError:  # no hard links on this filesystem: a copy under a hidden name, renamed in one step
-                part = jax_cache / f".{entry.name}.part"
-                shutil.copyfile(entry, part)
-                os.chmod(part, 0o644)
-                os.replace(part, target)
+        if target.exists():  # another reference run published the same program meanwhile
+            continue
+        os.chmod(entry.path, 0o644)
+        try:
+            os.link(entry.path, target)
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links on this filesystem: a copy under a hidden name, renamed in one step
+            part = jax_cache / f".{entry.name}.part"
+            shutil.copyfile(entry.path, part)
+            os.chmod(part, 0o644)
+            os.replace(part, target)
 
 
 def reference_order(notebooks) -> list[str]:
